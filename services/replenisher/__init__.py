@@ -1,0 +1,1 @@
+"""Stock Replenisher: a durable purchasing agent per SKU, on Restate."""

@@ -1,0 +1,1 @@
+"""httpx adapters for the outside world: ERP, suppliers, the manager's inbox."""

@@ -1,0 +1,153 @@
+"""Purchasing documents exchanged with the outside world.
+
+These are the shapes that cross a system boundary: what the ERP, a supplier and the
+manager's inbox send and receive over HTTP, and the messages that arrive at a SKU's
+address. Times are epoch seconds; money is a unit price in the SKU's currency.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Sku = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
+SupplierId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
+PoNumber = Annotated[str, Field(min_length=1, max_length=128)]
+Quantity = Annotated[int, Field(gt=0, le=1_000_000)]
+Price = Annotated[float, Field(gt=0, le=1_000_000)]
+
+
+class Document(BaseModel):
+    """Strict about unknown fields: a typo in a payload is an error, not a silent default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- ERP -------------------------------------------------------------------------------
+
+
+class StockLevel(Document):
+    """The ERP's view of one SKU, and the input of a replenishment."""
+
+    sku: Sku
+    on_hand: int = Field(ge=0)
+    safety_stock: int = Field(ge=0)
+    target_stock: int = Field(gt=0)
+    suppliers: list[SupplierId] = Field(min_length=1, description="approved suppliers for this SKU")
+
+
+class PurchaseOrderClosure(Document):
+    sku: Sku
+    po_number: PoNumber
+    received_quantity: int = Field(ge=0)
+
+
+# --- Suppliers -------------------------------------------------------------------------
+
+
+class QuoteRequest(Document):
+    sku: Sku
+    quantity: Quantity
+
+
+class Quote(Document):
+    quote_id: str
+    supplier: SupplierId
+    sku: Sku
+    quantity: Quantity
+    unit_price: Price
+    lead_days: float = Field(ge=0)
+    valid_until: float
+
+
+class LivePrice(Document):
+    supplier: SupplierId
+    sku: Sku
+    unit_price: Price
+
+
+class PurchaseOrder(Document):
+    """Sent to the supplier; `po_number` is also the order's idempotency key."""
+
+    po_number: PoNumber
+    sku: Sku
+    supplier: SupplierId
+    quantity: Quantity
+    unit_price: Price
+    quote_id: str
+
+
+class OrderAck(Document):
+    order_id: str
+    po_number: PoNumber
+    supplier: SupplierId
+    sku: Sku
+    quantity: Quantity
+    unit_price: Price
+    accepted_at: float
+
+
+class ChaseRequest(Document):
+    message: str = Field(max_length=2000)
+
+
+class CancelRequest(Document):
+    reason: str = Field(max_length=2000)
+
+
+# --- Manager ---------------------------------------------------------------------------
+
+
+class ApprovalRequest(Document):
+    """What the manager is asked to approve. The token goes back with the decision."""
+
+    po_number: PoNumber
+    sku: Sku
+    supplier: SupplierId
+    quantity: Quantity
+    unit_price: Price
+    quote_id: str
+    expires_at: float
+    token: str
+    run_id: str
+
+
+# --- Messages that arrive at a SKU's address (SkuAgent/<SKU>/deliver) ------------------
+
+EventKind = Literal["approval", "supplier-reply", "goods"]
+
+
+class ApprovalDecision(Document):
+    """The manager's answer; only valid with the one-time token of the request it answers."""
+
+    po_number: PoNumber
+    token: str = Field(min_length=1, max_length=256)
+    approved: bool
+    up_to: Price | None = Field(default=None, description="highest unit price approved")
+    by: str = Field(default="manager", max_length=200)
+    note: str = Field(default="", max_length=2000)
+
+
+class SupplierReply(Document):
+    """A supplier's email about an order. `text` is untrusted: data, never instructions."""
+
+    po_number: PoNumber
+    supplier: SupplierId
+    text: str = Field(max_length=20_000)
+
+
+class GoodsReceipt(Document):
+    """The warehouse booked goods in against a PO (possibly a partial delivery)."""
+
+    receipt_id: str = Field(min_length=1, max_length=128)
+    po_number: PoNumber
+    sku: Sku
+    quantity: Quantity
+
+
+EVENT_PAYLOADS: dict[str, type[Document]] = {
+    "approval": ApprovalDecision,
+    "supplier-reply": SupplierReply,
+    "goods": GoodsReceipt,
+}

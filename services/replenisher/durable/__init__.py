@@ -1,0 +1,1 @@
+"""The Restate glue: the SkuAgent virtual object, the Replenish workflow, the ASGI app."""
