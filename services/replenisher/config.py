@@ -1,0 +1,60 @@
+"""Settings from the environment, read once per process.
+
+Every wait is in business days; `REPLENISHER_DAY_SECONDS` compresses a day (a real day by
+default, about a second in the demo, a fraction of a second in tests).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+DEFAULT_INGRESS_URL = "http://127.0.0.1:8080"
+DEFAULT_ADMIN_URL = "http://127.0.0.1:9070"
+DEFAULT_WORLD_URL = "http://127.0.0.1:9100"
+
+
+class Settings(BaseModel):
+    world_url: str = DEFAULT_WORLD_URL
+    day_seconds: float = Field(default=86_400.0, gt=0)
+    check_interval_days: float = Field(default=1.0, gt=0)
+    decider: Literal["offline", "claude"] = "offline"
+    step_max_attempts: int = Field(default=6, ge=1)
+    step_initial_retry_ms: int = Field(default=2_000, ge=1)
+    step_max_retry_ms: int = Field(default=60_000, ge=1)
+
+    @property
+    def step_initial_retry(self) -> timedelta:
+        return timedelta(milliseconds=self.step_initial_retry_ms)
+
+    @property
+    def step_max_retry(self) -> timedelta:
+        return timedelta(milliseconds=self.step_max_retry_ms)
+
+    def days(self, n: float) -> timedelta:
+        return timedelta(seconds=n * self.day_seconds)
+
+
+_ENV = {
+    "world_url": "REPLENISHER_WORLD_URL",
+    "day_seconds": "REPLENISHER_DAY_SECONDS",
+    "check_interval_days": "REPLENISHER_CHECK_INTERVAL_DAYS",
+    "decider": "REPLENISHER_DECIDER",
+    "step_max_attempts": "REPLENISHER_STEP_MAX_ATTEMPTS",
+    "step_initial_retry_ms": "REPLENISHER_STEP_INITIAL_RETRY_MS",
+    "step_max_retry_ms": "REPLENISHER_STEP_MAX_RETRY_MS",
+}
+
+
+@cache
+def settings() -> Settings:
+    raw = {field: os.environ[var] for field, var in _ENV.items() if os.environ.get(var)}
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as e:
+        problems = "; ".join(f"{_ENV.get(str(err['loc'][0]), err['loc'][0])}: {err['msg']}" for err in e.errors())
+        raise SystemExit(f"invalid replenisher settings: {problems}") from e

@@ -1,0 +1,72 @@
+"""How a replenishment ended, read off its final state."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from replenisher.domain.state import State
+
+Outcome = Literal["received", "cancelled", "rejected", "gave_up", "unknown"]
+
+
+class ReplenishmentResult(BaseModel):
+    run_id: str
+    sku: str
+    outcome: Outcome
+    detail: str = ""
+    po_number: str | None = None
+    supplier: str | None = None
+    quantity_ordered: int = 0
+    quantity_received: int = 0
+    unit_price: float | None = None
+    turns: int = 0
+    started_at: float
+    ended_at: float
+    consumed: dict[str, int] = {}
+    security_events: int = 0
+
+
+def outcome_of(state: State) -> tuple[Outcome, str]:
+    if state.closed:
+        return "received", f"{state.received_quantity} received"
+    if state.rejected:
+        return (
+            "rejected",
+            state.approval.note if state.approval and state.approval.note else "rejected by the manager",
+        )
+    if state.cancelled:
+        return "cancelled", state.cancel_reason
+    if state.order_status == "unknown":
+        # Never "failed" while the supplier may hold our order: someone must reconcile it.
+        return (
+            "unknown",
+            f"an order for {state.po.po_number if state.po else '?'} may exist; reconcile by PO number",
+        )
+    if state.order_status == "placed":
+        return (
+            "gave_up",
+            f"order {state.order.po_number if state.order else '?'} is still open at the supplier",
+        )
+    return "gave_up", state.last_failure or "stopped before ordering"
+
+
+def result_of(state: State, ended_at: float) -> ReplenishmentResult:
+    outcome, detail = outcome_of(state)
+    return ReplenishmentResult(
+        run_id=state.run_id,
+        sku=state.sku,
+        outcome=outcome,
+        detail=detail,
+        po_number=state.po.po_number if state.po else None,
+        supplier=state.po.supplier if state.po else None,
+        quantity_ordered=state.ordered_quantity,
+        quantity_received=state.received_quantity,
+        unit_price=state.order.unit_price if state.order else None,
+        turns=len(state.history),
+        started_at=state.started_at,
+        ended_at=ended_at,
+        consumed=dict(state.consumed),
+        security_events=len(state.security_events),
+    )

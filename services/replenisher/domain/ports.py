@@ -1,0 +1,63 @@
+"""The outside world as the tools see it: small interfaces the adapters implement.
+
+The domain depends on these, never on httpx: a real ERP or supplier portal is another
+implementation of the same interface. Errors: an answer that will not change on retry
+raises `Rejected`; anything else (timeouts, 5xx, connection errors) is transient and is
+retried by the durable layer.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from replenisher.domain.documents import (
+    ApprovalRequest,
+    CancelRequest,
+    ChaseRequest,
+    LivePrice,
+    OrderAck,
+    PurchaseOrder,
+    PurchaseOrderClosure,
+    Quote,
+    QuoteRequest,
+    StockLevel,
+)
+
+
+class Rejected(Exception):
+    """The other side refused the request for a reason a retry will not change."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"{status}: {reason}")
+        self.status = status
+        self.reason = reason
+
+
+class Erp(Protocol):
+    async def get_stock(self, sku: str) -> StockLevel: ...
+
+    async def close_purchase_order(self, closure: PurchaseOrderClosure) -> None: ...
+
+
+class Suppliers(Protocol):
+    async def quote(self, supplier: str, request: QuoteRequest) -> Quote: ...
+
+    async def live_price(self, supplier: str, sku: str) -> LivePrice: ...
+
+    async def place_order(self, po: PurchaseOrder) -> OrderAck: ...
+
+    async def find_order(self, supplier: str, po_number: str) -> OrderAck | None: ...
+
+    async def chase(self, supplier: str, po_number: str, request: ChaseRequest) -> None: ...
+
+    async def cancel(self, supplier: str, po_number: str, request: CancelRequest) -> None: ...
+
+
+class ManagerInbox(Protocol):
+    async def request_approval(self, request: ApprovalRequest) -> None: ...
+
+
+class World(Protocol):
+    erp: Erp
+    suppliers: Suppliers
+    manager: ManagerInbox

@@ -1,0 +1,166 @@
+"""The SKU agent's own record: the entity that lives as long as the SKU is stocked.
+
+It decides when a replenishment starts (at most one at a time), numbers the messages it
+routes to the active run so each is consumed in order and once, keeps messages nobody
+is waiting for, and remembers outcomes in bounded space: a capped list of recent results
+plus rolling statistics, so the record stays small however many years it runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from replenisher.domain.documents import EventKind, StockLevel
+from replenisher.domain.outcomes import Outcome, ReplenishmentResult
+
+SKU_SCHEMA_VERSION = 1
+RECENT_OUTCOMES = 20
+KEPT_MESSAGES = 100
+ROUTED_PER_RUN = 200
+
+
+class RoutedMessage(BaseModel):
+    event: EventKind
+    seq: int
+    payload: dict[str, Any]
+    at: float
+
+
+class KeptMessage(BaseModel):
+    """A message no run consumed. Kept and reported: someone must look at it."""
+
+    event: EventKind
+    payload: dict[str, Any]
+    at: float
+    reason: str
+    run_id: str | None = None
+
+
+class ActiveRun(BaseModel):
+    run_id: str
+    started_at: float
+    on_hand: int
+    safety_stock: int
+    routed: list[RoutedMessage] = Field(default_factory=list)
+
+    def next_seq(self, event: EventKind) -> int:
+        return sum(1 for m in self.routed if m.event == event)
+
+
+class OutcomeStats(BaseModel):
+    """Rolling figures over every run this SKU ever had, in constant space."""
+
+    runs: int = 0
+    by_outcome: dict[Outcome, int] = Field(default_factory=dict)
+    total_received: int = 0
+    mean_cycle_seconds: float = 0.0
+    mean_unit_price: float | None = None
+
+    def add(self, result: ReplenishmentResult) -> None:
+        self.runs += 1
+        self.by_outcome[result.outcome] = self.by_outcome.get(result.outcome, 0) + 1
+        self.total_received += result.quantity_received
+        cycle = max(result.ended_at - result.started_at, 0.0)
+        self.mean_cycle_seconds += (cycle - self.mean_cycle_seconds) / self.runs
+        if result.outcome == "received" and result.unit_price is not None:
+            n = self.by_outcome["received"]
+            previous = self.mean_unit_price or 0.0
+            self.mean_unit_price = previous + (result.unit_price - previous) / n
+
+
+class Watch(BaseModel):
+    watching: bool = False
+    interval_days: float = 1.0
+    generation: int = 0
+    pending_tick: str | None = None
+
+
+class LastCheck(BaseModel):
+    at: float
+    on_hand: int
+    safety_stock: int
+    started: str | None = None
+
+
+class SkuRecord(BaseModel):
+    schema_version: int = SKU_SCHEMA_VERSION
+    sku: str
+    runs_started: int = 0
+    active: ActiveRun | None = None
+    outcomes: list[ReplenishmentResult] = Field(default_factory=list)
+    stats: OutcomeStats = Field(default_factory=OutcomeStats)
+    kept: list[KeptMessage] = Field(default_factory=list)
+    kept_overflow: int = 0
+    watch: Watch = Field(default_factory=Watch)
+    last_check: LastCheck | None = None
+
+    def consider(self, stock: StockLevel, at: float) -> ActiveRun | None:
+        """A stock reading: start a replenishment if below safety stock and none is active."""
+        started = None
+        if stock.on_hand < stock.safety_stock and self.active is None:
+            self.runs_started += 1
+            started = ActiveRun(
+                run_id=f"replenish-{self.sku}-{self.runs_started}",
+                started_at=at,
+                on_hand=stock.on_hand,
+                safety_stock=stock.safety_stock,
+            )
+            self.active = started
+        self.last_check = LastCheck(
+            at=at,
+            on_hand=stock.on_hand,
+            safety_stock=stock.safety_stock,
+            started=started.run_id if started else None,
+        )
+        return started
+
+    def route(self, event: EventKind, payload: dict[str, Any], at: float) -> RoutedMessage | None:
+        """Number the message for the active run; None when it was kept instead."""
+        active = self.active
+        if active is None:
+            self.keep(KeptMessage(event=event, payload=payload, at=at, reason="no active replenishment"))
+            return None
+        if len(active.routed) >= ROUTED_PER_RUN:
+            self.keep(
+                KeptMessage(
+                    event=event, payload=payload, at=at, reason="too many messages for one run", run_id=active.run_id
+                )
+            )
+            return None
+        message = RoutedMessage(event=event, seq=active.next_seq(event), payload=payload, at=at)
+        active.routed.append(message)
+        return message
+
+    def finish(self, result: ReplenishmentResult) -> bool:
+        """Record a run's outcome. False for a stale or repeated callback (changes nothing)."""
+        active = self.active
+        if active is None or active.run_id != result.run_id:
+            return False
+        for message in active.routed:
+            if message.seq >= result.consumed.get(message.event, 0):
+                self.keep(
+                    KeptMessage(
+                        event=message.event,
+                        payload=message.payload,
+                        at=message.at,
+                        reason=f"{result.run_id} ended ({result.outcome}) before reading it",
+                        run_id=result.run_id,
+                    )
+                )
+        self.outcomes = [*self.outcomes, result][-RECENT_OUTCOMES:]
+        self.stats.add(result)
+        self.active = None
+        return True
+
+    def keep(self, message: KeptMessage) -> None:
+        # Bounded, but never silent: what falls off the end is counted where status shows it.
+        self.kept.append(message)
+        if len(self.kept) > KEPT_MESSAGES:
+            self.kept_overflow += len(self.kept) - KEPT_MESSAGES
+            self.kept = self.kept[-KEPT_MESSAGES:]
+
+    @property
+    def last_outcome(self) -> ReplenishmentResult | None:
+        return self.outcomes[-1] if self.outcomes else None

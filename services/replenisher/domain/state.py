@@ -1,0 +1,155 @@
+"""Everything one replenishment knows about its progress.
+
+Only a tool's `apply` changes it, and only from a journaled result, so replaying the
+journal rebuilds exactly the same state. Times are epoch seconds that came out of a
+journaled step (never read from a clock here).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from replenisher.domain.documents import (
+    ApprovalRequest,
+    EventKind,
+    OrderAck,
+    PurchaseOrder,
+    Quote,
+    StockLevel,
+    SupplierReply,
+)
+
+STATE_SCHEMA_VERSION = 1
+
+OrderStatus = Literal["none", "placed", "unknown", "not_found", "cancelled"]
+ApprovalStatus = Literal["pending", "approved", "rejected", "timed_out"]
+
+
+class Approval(BaseModel):
+    """A request to the manager and what became of it. It binds the whole PO, not just a price."""
+
+    request: ApprovalRequest
+    requested_at: float
+    status: ApprovalStatus = "pending"
+    approved_up_to: float | None = None
+    decided_by: str | None = None
+    note: str = ""
+
+
+class ReplyFacts(BaseModel):
+    """What was read out of a supplier's email: typed facts, never instructions."""
+
+    confirmed: bool
+    delivery_days: float | None = None
+    unit_price: float | None = None
+    quantity: int | None = None
+    received_at: float
+
+
+class TurnRecord(BaseModel):
+    turn: int
+    tool: str
+    reason: str = ""
+    summary: str = ""
+
+
+class State(BaseModel):
+    schema_version: int = STATE_SCHEMA_VERSION
+    run_id: str
+    sku: str
+    on_hand: int
+    safety_stock: int
+    target_stock: int
+    suppliers: list[str]
+    day_seconds: float = Field(gt=0)
+    started_at: float
+
+    quotes: list[Quote] = Field(default_factory=list)
+    quote_rounds: int = 0
+    quote_failures: list[str] = Field(default_factory=list)
+
+    po: PurchaseOrder | None = None
+    po_revision: int = 0
+    approval: Approval | None = None
+    approval_rounds: int = 0
+    price_refusals: int = 0
+
+    order: OrderAck | None = None
+    order_status: OrderStatus = "none"
+    ordered_at: float | None = None
+    status_checks: int = 0
+    last_status_check_failed: bool = False
+
+    unread_reply: SupplierReply | None = None
+    reply: ReplyFacts | None = None
+    supplier_overdue: bool = False
+    chases: int = 0
+    last_chase_at: float | None = None
+
+    received_quantity: int = 0
+    receipts: list[str] = Field(default_factory=list)
+    goods_overdue_count: int = 0
+
+    closed: bool = False
+    cancelled: bool = False
+    cancel_reason: str = ""
+    rejected: bool = False
+
+    consumed: dict[EventKind, int] = Field(default_factory=dict)
+    last_failure: str | None = None
+    security_events: list[str] = Field(default_factory=list)
+    history: list[TurnRecord] = Field(default_factory=list)
+
+    @classmethod
+    def start(cls, run_id: str, stock: StockLevel, day_seconds: float, started_at: float) -> State:
+        return cls(
+            run_id=run_id,
+            sku=stock.sku,
+            on_hand=stock.on_hand,
+            safety_stock=stock.safety_stock,
+            target_stock=stock.target_stock,
+            suppliers=list(stock.suppliers),
+            day_seconds=day_seconds,
+            started_at=started_at,
+        )
+
+    # --- derived facts the rules read ----------------------------------------------------
+
+    @property
+    def order_quantity(self) -> int:
+        """Order up to the target level; at least one unit."""
+        return max(self.target_stock - self.on_hand, 1)
+
+    @property
+    def is_finished(self) -> bool:
+        return self.closed or self.cancelled or self.rejected
+
+    @property
+    def order_may_exist(self) -> bool:
+        """True while the supplier may hold an order for our PO: it must not be forgotten."""
+        return self.order_status in ("placed", "unknown")
+
+    @property
+    def ordered_quantity(self) -> int:
+        return self.order.quantity if self.order else 0
+
+    @property
+    def all_goods_in(self) -> bool:
+        return self.order is not None and self.received_quantity >= self.order.quantity
+
+    def days(self, n: float) -> float:
+        """`n` business days in seconds, at this run's day length."""
+        return n * self.day_seconds
+
+    def next_message_number(self, event: EventKind) -> int:
+        return self.consumed.get(event, 0)
+
+    def mark_consumed(self, event: EventKind) -> None:
+        self.consumed[event] = self.consumed.get(event, 0) + 1
+
+    def record_security_event(self, what: str) -> None:
+        # Bounded: a hostile sender must not be able to grow the journal without limit.
+        if len(self.security_events) < 50:
+            self.security_events.append(what)

@@ -1,0 +1,107 @@
+"""The manager's approval: request_approval, wait_for_approval.
+
+An approval binds supplier, quantity, unit price, quote and expiry of one PO, and comes
+only through the manager's channel carrying the one-time token issued with the request.
+Anything else is refused and recorded as a security event. A wait that times out fails
+closed: nothing is ordered.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+from pydantic import BaseModel
+
+from replenisher.domain.documents import ApprovalDecision, ApprovalRequest
+from replenisher.domain.ports import World
+from replenisher.domain.state import Approval, State
+from replenisher.domain.tools.base import Call, NoArgs, Wait
+from replenisher.domain.tools.limits import APPROVAL_WAIT_DAYS, MAX_APPROVAL_ROUNDS
+from replenisher.domain.tools.quoting import open_for_buying
+
+
+class ApprovalRequested(BaseModel):
+    request: ApprovalRequest
+    requested_at: float
+
+
+class RequestApproval(Call[NoArgs, ApprovalRequested]):
+    name = "request_approval"
+    description = "Send the drafted purchase order to the manager for price approval."
+    Args = NoArgs
+    Result = ApprovalRequested
+
+    def allowed(self, state: State) -> bool:
+        return (
+            open_for_buying(state)
+            and state.po is not None
+            and state.approval is None
+            and state.approval_rounds < MAX_APPROVAL_ROUNDS
+        )
+
+    async def execute(self, state: State, args: NoArgs, world: World) -> ApprovalRequested:
+        assert state.po is not None
+        quote = next((q for q in state.quotes if q.quote_id == state.po.quote_id), None)
+        now = time.time()
+        request = ApprovalRequest(
+            po_number=state.po.po_number,
+            sku=state.sku,
+            supplier=state.po.supplier,
+            quantity=state.po.quantity,
+            unit_price=state.po.unit_price,
+            quote_id=state.po.quote_id,
+            expires_at=quote.valid_until if quote else now,
+            # Made inside the step, so the journal keeps it: a replay sends the same token.
+            token=secrets.token_urlsafe(24),
+            run_id=state.run_id,
+        )
+        await world.manager.request_approval(request)
+        return ApprovalRequested(request=request, requested_at=now)
+
+    def apply(self, state: State, args: NoArgs, result: ApprovalRequested) -> str:
+        state.approval = Approval(request=result.request, requested_at=result.requested_at)
+        state.approval_rounds += 1
+        state.last_failure = None
+        return f"asked the manager to approve {result.request.po_number} at {result.request.unit_price:.2f}"
+
+
+class WaitForApproval(Wait[ApprovalDecision]):
+    name = "wait_for_approval"
+    description = f"Wait for the manager's decision on the price (up to {APPROVAL_WAIT_DAYS:g} business days)."
+    event = "approval"
+    Payload = ApprovalDecision
+
+    def allowed(self, state: State) -> bool:
+        return open_for_buying(state) and state.approval is not None and state.approval.status == "pending"
+
+    def deadline(self, state: State) -> float:
+        assert state.approval is not None
+        return state.approval.requested_at + state.days(APPROVAL_WAIT_DAYS)
+
+    def apply(self, state: State, payload: ApprovalDecision | None) -> str:
+        approval = state.approval
+        assert approval is not None
+        if payload is None:
+            approval.status = "timed_out"
+            return "no decision in time: nothing will be ordered on this request"
+        request = approval.request
+        if payload.po_number != request.po_number or not secrets.compare_digest(payload.token, request.token):
+            state.record_security_event(
+                f"approval refused: token or PO does not match {request.po_number} (by {payload.by!r})"
+            )
+            return "refused an approval without the matching one-time token"
+        approval.decided_by = payload.by
+        approval.note = payload.note
+        if not payload.approved:
+            approval.status = "rejected"
+            state.rejected = True
+            return f"the manager rejected {request.po_number}"
+        up_to = payload.up_to if payload.up_to is not None else request.unit_price
+        if up_to < request.unit_price:
+            approval.status = "rejected"
+            state.rejected = True
+            return f"approved only up to {up_to:.2f}, below the price {request.unit_price:.2f}"
+        approval.status = "approved"
+        approval.approved_up_to = up_to
+        return f"approved up to {up_to:.2f}"

@@ -1,0 +1,83 @@
+"""Seeing the goods in: wait_for_goods, close_purchase_order."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from replenisher.domain.documents import GoodsReceipt, PurchaseOrderClosure
+from replenisher.domain.ports import World
+from replenisher.domain.state import State
+from replenisher.domain.tools.base import Call, NoArgs, Wait
+from replenisher.domain.tools.limits import GOODS_GRACE_DAYS, MAX_CHASES, MAX_GOODS_OVERDUE
+from replenisher.domain.tools.supplier import order_open
+
+
+class WaitForGoods(Wait[GoodsReceipt]):
+    name = "wait_for_goods"
+    description = "Wait for the warehouse to book the goods in (deliveries may come in parts)."
+    event = "goods"
+    Payload = GoodsReceipt
+
+    def allowed(self, state: State) -> bool:
+        heard_back = state.reply is not None or (state.chases >= MAX_CHASES and state.supplier_overdue)
+        return (
+            order_open(state)
+            and not state.all_goods_in
+            and heard_back
+            and state.unread_reply is None
+            and state.goods_overdue_count <= MAX_GOODS_OVERDUE
+        )
+
+    def deadline(self, state: State) -> float:
+        assert state.ordered_at is not None
+        promised = state.reply.delivery_days if state.reply and state.reply.delivery_days is not None else None
+        quoted = next((q.lead_days for q in state.quotes if state.po and q.quote_id == state.po.quote_id), None)
+        expected = promised if promised is not None else quoted if quoted is not None else 10.0
+        grace = GOODS_GRACE_DAYS * (state.goods_overdue_count + 1)
+        return state.ordered_at + state.days(expected + grace)
+
+    def apply(self, state: State, payload: GoodsReceipt | None) -> str:
+        if payload is None:
+            state.goods_overdue_count += 1
+            return f"goods overdue ({state.goods_overdue_count})"
+        assert state.order is not None
+        if payload.po_number != state.order.po_number or payload.sku != state.sku:
+            state.record_security_event(f"goods receipt {payload.receipt_id!r} is not for our PO")
+            return "ignored a goods receipt for another PO"
+        if payload.receipt_id in state.receipts:
+            return f"receipt {payload.receipt_id} already booked"
+        state.receipts.append(payload.receipt_id)
+        state.received_quantity += payload.quantity
+        return f"received {payload.quantity} ({state.received_quantity} of {state.order.quantity})"
+
+
+class CloseResult(BaseModel):
+    closed: bool = True
+
+
+class ClosePurchaseOrder(Call[NoArgs, CloseResult]):
+    name = "close_purchase_order"
+    description = (
+        "Close the purchase order in the ERP once all goods are in (or short-close it when some "
+        "goods came and the rest is long overdue)."
+    )
+    Args = NoArgs
+    Result = CloseResult
+
+    def allowed(self, state: State) -> bool:
+        short_close = state.received_quantity > 0 and state.goods_overdue_count > MAX_GOODS_OVERDUE
+        return order_open(state) and (state.all_goods_in or short_close)
+
+    async def execute(self, state: State, args: NoArgs, world: World) -> CloseResult:
+        assert state.order is not None
+        await world.erp.close_purchase_order(
+            PurchaseOrderClosure(
+                sku=state.sku, po_number=state.order.po_number, received_quantity=state.received_quantity
+            )
+        )
+        return CloseResult()
+
+    def apply(self, state: State, args: NoArgs, result: CloseResult) -> str:
+        state.closed = True
+        state.last_failure = None
+        return f"closed with {state.received_quantity} received"

@@ -1,0 +1,169 @@
+"""Committing money: place_order, check_order_status, cancel_purchase_order.
+
+The PO number is the idempotency key: however often place_order is retried or replayed,
+the supplier holds one order for it. If the supplier may have taken the order but we
+never saw the answer, the order is "unknown" (never "failed") until check_order_status
+finds out by PO number.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from replenisher.domain.documents import CancelRequest, OrderAck
+from replenisher.domain.ports import World
+from replenisher.domain.state import State
+from replenisher.domain.tools.base import Call, NoArgs
+from replenisher.domain.tools.limits import MAX_STATUS_CHECKS, STATUS_RECHECK_DAYS
+
+
+class PlaceOrderResult(BaseModel):
+    status: Literal["placed", "price_above_approval", "approval_expired"]
+    ack: OrderAck | None = None
+    live_price: float | None = None
+    at: float
+
+
+class PlaceOrder(Call[NoArgs, PlaceOrderResult]):
+    name = "place_order"
+    description = (
+        "Send the approved purchase order to the supplier. Re-checks the supplier's live price "
+        "first and refuses if it is above the approved price or the approval has expired."
+    )
+    Args = NoArgs
+    Result = PlaceOrderResult
+
+    def allowed(self, state: State) -> bool:
+        approval = state.approval
+        return (
+            not state.is_finished
+            and state.order_status in ("none", "not_found")
+            and state.po is not None
+            and approval is not None
+            and approval.status == "approved"
+            and approval.request.po_number == state.po.po_number
+            and approval.approved_up_to is not None
+            and state.po.unit_price <= approval.approved_up_to
+        )
+
+    async def execute(self, state: State, args: NoArgs, world: World) -> PlaceOrderResult:
+        po, approval = state.po, state.approval
+        assert po is not None and approval is not None and approval.approved_up_to is not None
+        now = time.time()
+        if now > approval.request.expires_at:
+            return PlaceOrderResult(status="approval_expired", at=now)
+        live = await world.suppliers.live_price(po.supplier, po.sku)
+        if live.unit_price > approval.approved_up_to:
+            return PlaceOrderResult(status="price_above_approval", live_price=live.unit_price, at=now)
+        ack = await world.suppliers.place_order(po)
+        return PlaceOrderResult(status="placed", ack=ack, at=now)
+
+    def apply(self, state: State, args: NoArgs, result: PlaceOrderResult) -> str:
+        if result.status == "placed":
+            assert result.ack is not None
+            state.order = result.ack
+            state.order_status = "placed"
+            state.ordered_at = result.at
+            state.last_failure = None
+            return f"order {result.ack.order_id} placed for {result.ack.po_number}"
+        # The approval no longer covers what the supplier would charge: it is spent, and
+        # the quote it rested on is off the table. The model must re-quote or re-approve.
+        state.price_refusals += 1
+        refused_quote = state.po.quote_id if state.po else None
+        state.quotes = [q for q in state.quotes if q.quote_id != refused_quote]
+        state.po = None
+        state.approval = None
+        if result.status == "approval_expired":
+            state.last_failure = "the approval expired with its quote before the order was placed"
+        else:
+            state.last_failure = f"live price {result.live_price:.2f} is above the approved price"
+        return f"refused to order: {state.last_failure}"
+
+    def apply_failure(self, state: State, args: NoArgs, error: str) -> str:
+        # The supplier may have taken the order before the line went dead.
+        state.order_status = "unknown"
+        state.last_failure = f"place_order got no answer ({error}); the order may exist"
+        return state.last_failure
+
+
+class OrderStatusResult(BaseModel):
+    found: bool
+    ack: OrderAck | None = None
+    at: float
+
+
+class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
+    name = "check_order_status"
+    description = "Ask the supplier whether it holds an order for our PO number (after an unseen outcome)."
+    Args = NoArgs
+    Result = OrderStatusResult
+
+    def allowed(self, state: State) -> bool:
+        return not state.is_finished and state.order_status == "unknown" and state.status_checks < MAX_STATUS_CHECKS
+
+    def delay_days(self, state: State) -> float:
+        # Straight away the first time; after a failed check give the supplier a day.
+        return STATUS_RECHECK_DAYS if state.last_status_check_failed else 0.0
+
+    async def execute(self, state: State, args: NoArgs, world: World) -> OrderStatusResult:
+        assert state.po is not None
+        ack = await world.suppliers.find_order(state.po.supplier, state.po.po_number)
+        return OrderStatusResult(found=ack is not None, ack=ack, at=time.time())
+
+    def apply(self, state: State, args: NoArgs, result: OrderStatusResult) -> str:
+        state.status_checks += 1
+        state.last_status_check_failed = False
+        state.last_failure = None
+        if result.found:
+            assert result.ack is not None
+            state.order = result.ack
+            state.order_status = "placed"
+            state.ordered_at = state.ordered_at or result.ack.accepted_at
+            return f"the supplier holds {result.ack.po_number} as order {result.ack.order_id}"
+        # No order exists: placing again with the same PO number is safe.
+        state.order_status = "not_found"
+        return "the supplier holds no order for our PO: it can be placed again"
+
+    def apply_failure(self, state: State, args: NoArgs, error: str) -> str:
+        state.status_checks += 1
+        state.last_status_check_failed = True
+        state.last_failure = f"check_order_status failed: {error}"
+        return state.last_failure
+
+
+class CancelArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(min_length=1, max_length=500, description="why the purchase order is cancelled")
+
+
+class CancelResult(BaseModel):
+    told_supplier: bool
+
+
+class CancelPurchaseOrder(Call[CancelArgs, CancelResult]):
+    name = "cancel_purchase_order"
+    description = (
+        "Cancel the purchase order (and the order at the supplier, if one may exist). Not once goods have arrived."
+    )
+    Args = CancelArgs
+    Result = CancelResult
+
+    def allowed(self, state: State) -> bool:
+        return not state.is_finished and state.po is not None and state.received_quantity == 0
+
+    async def execute(self, state: State, args: CancelArgs, world: World) -> CancelResult:
+        assert state.po is not None
+        if not state.order_may_exist:
+            return CancelResult(told_supplier=False)
+        await world.suppliers.cancel(state.po.supplier, state.po.po_number, CancelRequest(reason=args.reason))
+        return CancelResult(told_supplier=True)
+
+    def apply(self, state: State, args: CancelArgs, result: CancelResult) -> str:
+        state.cancelled = True
+        state.cancel_reason = args.reason
+        if state.order_may_exist:
+            state.order_status = "cancelled"
+        return f"cancelled: {args.reason}"

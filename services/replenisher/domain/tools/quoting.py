@@ -1,0 +1,111 @@
+"""Finding a supplier: get_quotes, draft_purchase_order."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from replenisher.domain.documents import PurchaseOrder, Quote, QuoteRequest
+from replenisher.domain.ports import Rejected, World
+from replenisher.domain.state import State
+from replenisher.domain.tools.base import Call, NoArgs
+from replenisher.domain.tools.limits import MAX_QUOTE_ROUNDS
+
+
+class QuotesResult(BaseModel):
+    quotes: list[Quote]
+    failures: list[str] = Field(default_factory=list)
+
+
+def open_for_buying(state: State) -> bool:
+    """No order is, or may be, at a supplier and the run is still going."""
+    return not state.is_finished and state.order_status in ("none", "not_found")
+
+
+class GetQuotes(Call[NoArgs, QuotesResult]):
+    name = "get_quotes"
+    description = (
+        "Ask every approved supplier of this SKU for a quote for the quantity needed to bring "
+        "stock up to its target level."
+    )
+    Args = NoArgs
+    Result = QuotesResult
+
+    def allowed(self, state: State) -> bool:
+        return open_for_buying(state) and state.po is None and state.quote_rounds < MAX_QUOTE_ROUNDS
+
+    async def execute(self, state: State, args: NoArgs, world: World) -> QuotesResult:
+        request = QuoteRequest(sku=state.sku, quantity=state.order_quantity)
+
+        async def ask(supplier: str) -> Quote | str:
+            try:
+                return await world.suppliers.quote(supplier, request)
+            except Rejected as e:
+                return f"{supplier}: {e.reason}"
+
+        # A supplier that is down fails the whole step, so it is retried; one that
+        # refuses (does not carry the SKU) is just left out.
+        answers = await asyncio.gather(*(ask(s) for s in state.suppliers))
+        return QuotesResult(
+            quotes=[a for a in answers if isinstance(a, Quote)],
+            failures=[a for a in answers if isinstance(a, str)],
+        )
+
+    def apply(self, state: State, args: NoArgs, result: QuotesResult) -> str:
+        state.quote_rounds += 1
+        state.quotes = sorted(result.quotes, key=lambda q: q.unit_price)
+        state.quote_failures = result.failures
+        state.last_failure = None
+        if not state.quotes:
+            state.last_failure = "no supplier quoted"
+        return f"{len(state.quotes)} quotes" + (f", cheapest {state.quotes[0].unit_price:.2f}" if state.quotes else "")
+
+
+class DraftArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    quote_id: str = Field(description="the quote to order against")
+
+
+class DraftResult(BaseModel):
+    po: PurchaseOrder
+
+
+class DraftPurchaseOrder(Call[DraftArgs, DraftResult]):
+    name = "draft_purchase_order"
+    description = (
+        "Draft a purchase order against one of the quotes received (the quote fixes supplier, quantity and price)."
+    )
+    Args = DraftArgs
+    Result = DraftResult
+
+    def allowed(self, state: State) -> bool:
+        return open_for_buying(state) and state.po is None and bool(state.quotes)
+
+    def check_args(self, state: State, args: DraftArgs) -> str | None:
+        if not any(q.quote_id == args.quote_id for q in state.quotes):
+            return f"no quote {args.quote_id!r} on the table"
+        return None
+
+    async def execute(self, state: State, args: DraftArgs, world: World) -> DraftResult:
+        quote = next(q for q in state.quotes if q.quote_id == args.quote_id)
+        # The PO number is the order's idempotency key at the supplier: derived from the
+        # run and the revision, so every retry and replay sends the same one.
+        po_number = f"PO-{state.run_id.removeprefix('replenish-')}-{state.po_revision + 1}"
+        return DraftResult(
+            po=PurchaseOrder(
+                po_number=po_number,
+                sku=state.sku,
+                supplier=quote.supplier,
+                quantity=quote.quantity,
+                unit_price=quote.unit_price,
+                quote_id=quote.quote_id,
+            )
+        )
+
+    def apply(self, state: State, args: DraftArgs, result: DraftResult) -> str:
+        state.po = result.po
+        state.po_revision += 1
+        state.approval = None
+        state.last_failure = None
+        return f"{result.po.po_number}: {result.po.quantity} x {result.po.unit_price:.2f} from {result.po.supplier}"

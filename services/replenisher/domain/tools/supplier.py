@@ -1,0 +1,130 @@
+"""Following up with the supplier: wait_for_supplier_reply, read_supplier_reply, chase_supplier.
+
+A supplier's email is untrusted data. It can confirm facts about the order; it cannot
+approve, change a price limit, or enable a tool.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from pydantic import BaseModel
+
+from replenisher.domain.documents import ChaseRequest, SupplierReply
+from replenisher.domain.ports import World
+from replenisher.domain.state import ReplyFacts, State
+from replenisher.domain.tools.base import Call, NoArgs, Wait
+from replenisher.domain.tools.limits import MAX_CHASES, REPLY_AFTER_CHASE_DAYS, REPLY_WAIT_DAYS
+
+
+def order_open(state: State) -> bool:
+    return not state.is_finished and state.order_status == "placed"
+
+
+class WaitForSupplierReply(Wait[SupplierReply]):
+    name = "wait_for_supplier_reply"
+    description = f"Wait for the supplier to confirm the order (up to {REPLY_WAIT_DAYS:g} business days)."
+    event = "supplier-reply"
+    Payload = SupplierReply
+
+    def allowed(self, state: State) -> bool:
+        return (
+            order_open(state)
+            and state.reply is None
+            and state.unread_reply is None
+            and not state.supplier_overdue
+            and not state.all_goods_in
+        )
+
+    def deadline(self, state: State) -> float:
+        if state.last_chase_at is not None:
+            return state.last_chase_at + state.days(REPLY_AFTER_CHASE_DAYS)
+        assert state.ordered_at is not None
+        return state.ordered_at + state.days(REPLY_WAIT_DAYS)
+
+    def apply(self, state: State, payload: SupplierReply | None) -> str:
+        if payload is None:
+            state.supplier_overdue = True
+            return "the supplier has not replied in time"
+        assert state.order is not None
+        if payload.po_number != state.order.po_number or payload.supplier != state.order.supplier:
+            state.record_security_event(
+                f"reply from {payload.supplier!r} about {payload.po_number!r} does not match our order"
+            )
+            return "ignored a reply that is not about our order"
+        state.unread_reply = payload
+        return "the supplier replied"
+
+
+# Tool-less extraction of typed facts: the text is matched, never obeyed.
+_DAYS = re.compile(
+    r"(?:deliver\w*|ship\w*|dispatch\w*|arriv\w*)\D{0,40}?(\d{1,3}(?:\.\d+)?)\s*(?:business\s+)?days?", re.I
+)
+_PRICE = re.compile(r"(?:price|cost|at)\D{0,20}?(\d{1,7}\.\d{2})", re.I)
+_CONFIRM = re.compile(r"\b(confirm\w*|accept\w*|acknowledg\w*)\b", re.I)
+
+
+def extract_reply_facts(text: str, received_at: float) -> ReplyFacts:
+    days = _DAYS.search(text)
+    price = _PRICE.search(text)
+    return ReplyFacts(
+        confirmed=bool(_CONFIRM.search(text)),
+        delivery_days=float(days.group(1)) if days else None,
+        unit_price=float(price.group(1)) if price else None,
+        received_at=received_at,
+    )
+
+
+class ReadSupplierReply(Call[NoArgs, ReplyFacts]):
+    name = "read_supplier_reply"
+    description = "Read the supplier's reply and pull out the facts it states (confirmation, delivery time, price)."
+    Args = NoArgs
+    Result = ReplyFacts
+
+    def allowed(self, state: State) -> bool:
+        return state.unread_reply is not None and not state.is_finished
+
+    async def execute(self, state: State, args: NoArgs, world: World) -> ReplyFacts:
+        assert state.unread_reply is not None
+        return extract_reply_facts(state.unread_reply.text, time.time())
+
+    def apply(self, state: State, args: NoArgs, result: ReplyFacts) -> str:
+        state.reply = result
+        state.unread_reply = None
+        state.supplier_overdue = False
+        state.last_failure = None
+        if state.order and result.unit_price is not None and result.unit_price > state.order.unit_price:
+            # A price in an email changes nothing: it is noted for the people, not acted on.
+            state.record_security_event(
+                f"reply quotes {result.unit_price:.2f}, above the ordered {state.order.unit_price:.2f}: ignored"
+            )
+        when = f", delivery in {result.delivery_days:g} days" if result.delivery_days is not None else ""
+        return ("confirmed" if result.confirmed else "not a confirmation") + when
+
+
+class ChaseResult(BaseModel):
+    at: float
+
+
+class ChaseSupplier(Call[NoArgs, ChaseResult]):
+    name = "chase_supplier"
+    description = f"Remind the supplier about the order after it went quiet (at most {MAX_CHASES} times)."
+    Args = NoArgs
+    Result = ChaseResult
+
+    def allowed(self, state: State) -> bool:
+        return order_open(state) and state.supplier_overdue and state.chases < MAX_CHASES
+
+    async def execute(self, state: State, args: NoArgs, world: World) -> ChaseResult:
+        assert state.order is not None
+        message = f"Please confirm purchase order {state.order.po_number} ({state.order.quantity} x {state.sku})."
+        await world.suppliers.chase(state.order.supplier, state.order.po_number, ChaseRequest(message=message))
+        return ChaseResult(at=time.time())
+
+    def apply(self, state: State, args: NoArgs, result: ChaseResult) -> str:
+        state.chases += 1
+        state.last_chase_at = result.at
+        state.supplier_overdue = False
+        state.last_failure = None
+        return f"chased the supplier (chase {state.chases} of {MAX_CHASES})"
