@@ -1,0 +1,43 @@
+"""Refusals the world answers with: each carries the HTTP status a real system would send."""
+
+from __future__ import annotations
+
+
+class WorldError(Exception):
+    """A refusal with its HTTP status; the router turns it into `{"error": reason}`."""
+
+    status = 400
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class BadRequest(WorldError):
+    status = 400
+
+
+class NotFound(WorldError):
+    status = 404
+
+
+class MethodNotAllowed(WorldError):
+    status = 405
+
+    def __init__(self, reason: str, allowed: list[str]) -> None:
+        super().__init__(reason)
+        self.allowed = allowed
+
+
+class Conflict(WorldError):
+    status = 409
+
+
+class PayloadTooLarge(WorldError):
+    status = 413
+
+
+class Unavailable(WorldError):
+    """What a supplier that is down (or lost its answer) looks like to a caller."""
+
+    status = 503

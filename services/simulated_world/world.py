@@ -1,0 +1,245 @@
+"""The simulated world: ERP, suppliers and manager wired to the clock, faults and messenger.
+
+Each public method is one thing an outside caller can do. The order of checks follows a
+real system: an unknown supplier is 404 before anything else, a supplier that is down
+answers 503 before it looks at the request, and a refused request changes nothing.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from replenisher.domain.documents import (
+    ApprovalDecision,
+    ApprovalRequest,
+    CancelRequest,
+    ChaseRequest,
+    GoodsReceipt,
+    LivePrice,
+    OrderAck,
+    PurchaseOrder,
+    PurchaseOrderClosure,
+    Quote,
+    QuoteRequest,
+    StockLevel,
+    SupplierReply,
+)
+from simulated_world.calls import CallLog
+from simulated_world.clock import Clock
+from simulated_world.erp import BookedReceipt, Erp, ItemSetup
+from simulated_world.errors import BadRequest, NotFound, Unavailable
+from simulated_world.faults import FaultBook, SupplierFaults
+from simulated_world.manager import ApprovalEntry, DecisionBody, ManagerInbox, ManagerPolicy
+from simulated_world.messenger import Messenger
+from simulated_world.scheduler import Scheduler
+from simulated_world.suppliers import (
+    CHASE_REPLY_DAYS,
+    OrderFilter,
+    Reply,
+    Shipment,
+    Supplier,
+    SupplierOrder,
+    SupplierSetup,
+    reply_text,
+)
+
+
+class SimulatedWorld:
+    def __init__(self, clock: Clock, client: httpx.AsyncClient, ingress_url: str) -> None:
+        self.clock = clock
+        self.client = client
+        self.scheduler = Scheduler(clock)
+        self.messenger = Messenger(ingress_url, client, self.scheduler, clock)
+        self.calls = CallLog()
+        self.erp = Erp(clock.day_seconds)
+        self.suppliers: dict[str, Supplier] = {}
+        self.faults = FaultBook()
+        self.manager = ManagerInbox()
+
+    async def aclose(self) -> None:
+        await self.scheduler.aclose()
+        await self.client.aclose()
+
+    # --- setup -------------------------------------------------------------------------
+
+    def set_supplier(self, supplier_id: str, setup: SupplierSetup) -> Supplier:
+        supplier = self.suppliers.get(supplier_id)
+        if supplier is None:
+            supplier = Supplier(supplier_id, setup)
+            self.suppliers[supplier_id] = supplier
+        else:
+            # Orders already taken keep their terms; only new quotes and orders see the change.
+            supplier.setup = setup
+        return supplier
+
+    def set_item(self, sku: str, setup: ItemSetup) -> StockLevel:
+        unknown = [sid for sid in setup.suppliers if sid not in self.suppliers]
+        if unknown:
+            raise BadRequest(f"unknown suppliers: {', '.join(unknown)}")
+        self.erp.set_item(sku, setup, self.clock.now())
+        return self.erp.stock(sku, self.clock.now())
+
+    def orders(self, where: OrderFilter) -> list[SupplierOrder]:
+        return [
+            order
+            for supplier in self.suppliers.values()
+            if where.supplier is None or supplier.id == where.supplier
+            for order in supplier.orders.values()
+            if where.sku is None or order.sku == where.sku
+        ]
+
+    # --- ERP ---------------------------------------------------------------------------
+
+    def stock(self, sku: str) -> StockLevel:
+        return self.erp.stock(sku, self.clock.now())
+
+    def close_purchase_order(self, po_number: str, closure: PurchaseOrderClosure) -> None:
+        if closure.po_number != po_number:
+            raise BadRequest(f"body is for PO {closure.po_number}, path for PO {po_number}")
+        self.erp.close(closure)
+
+    # --- suppliers ---------------------------------------------------------------------
+
+    def supplier(self, supplier_id: str) -> Supplier:
+        try:
+            return self.suppliers[supplier_id]
+        except KeyError:
+            raise NotFound(f"unknown supplier {supplier_id}") from None
+
+    def reach_supplier(self, supplier_id: str) -> Supplier:
+        """The supplier, if it answers at all: every supplier call starts here."""
+        supplier = self.supplier(supplier_id)
+        if self.faults.of(supplier_id).take_down_call():
+            raise Unavailable(f"supplier {supplier_id} is unavailable")
+        return supplier
+
+    def _price_inputs(self, supplier_id: str) -> tuple[float, int, float]:
+        now = self.clock.now()
+        return now, self.clock.day_number(now), self.faults.of(supplier_id).price_rise_pct
+
+    def quote(self, supplier: Supplier, request: QuoteRequest) -> Quote:
+        now, day, rise = self._price_inputs(supplier.id)
+        return supplier.quote(request, now, day, rise, self.clock.day_seconds)
+
+    def live_price(self, supplier: Supplier, sku: str) -> LivePrice:
+        _, day, rise = self._price_inputs(supplier.id)
+        return LivePrice(supplier=supplier.id, sku=sku, unit_price=supplier.price(sku, day, rise))
+
+    def place_order(self, supplier: Supplier, idempotency_key: str | None, po: PurchaseOrder) -> tuple[OrderAck, bool]:
+        """The acknowledgement and whether the order is new."""
+        if idempotency_key != po.po_number:
+            raise BadRequest("the Idempotency-Key header must be present and equal the PO number")
+        order, created = supplier.take_order(po, self.clock.now(), self.clock.day_seconds)
+        if created:
+            for shipment in order.shipments:
+                self._plan_shipment(supplier, order, shipment)
+            for reply in order.replies:
+                self._plan_reply(supplier, order, reply)
+        if self.faults.of(supplier.id).take_lost_answer():
+            raise Unavailable(f"supplier {supplier.id} took the order but its answer was lost")
+        return order.ack, created
+
+    def find_order(self, supplier: Supplier, po_number: str) -> OrderAck:
+        return supplier.order(po_number).ack
+
+    def chase(self, supplier: Supplier, po_number: str, chase: ChaseRequest) -> None:
+        order = supplier.order(po_number)
+        order.chases += 1
+        if self.faults.of(supplier.id).quiet or order.cancelled:
+            return
+        reply = order.add_reply("chase", self.clock.now() + self.clock.seconds(CHASE_REPLY_DAYS))
+        self._plan_reply(supplier, order, reply)
+
+    def cancel(self, supplier: Supplier, po_number: str, cancel: CancelRequest) -> SupplierOrder:
+        order = supplier.order(po_number)
+        order.cancel(cancel.reason, self.clock.now())
+        return order
+
+    def _plan_shipment(self, supplier: Supplier, order: SupplierOrder, shipment: Shipment) -> None:
+        name = f"ship-{supplier.id}-{order.po_number}-{shipment.number}"
+        self.scheduler.at(shipment.due_at, lambda: self._ship(order, shipment), name)
+
+    def _plan_reply(self, supplier: Supplier, order: SupplierOrder, reply: Reply) -> None:
+        name = f"reply-{supplier.id}-{order.po_number}-{reply.number}"
+        self.scheduler.at(reply.due_at, lambda: self._send_reply(supplier, order, reply), name)
+
+    def _ship(self, order: SupplierOrder, shipment: Shipment) -> None:
+        if shipment.status != "scheduled":
+            return
+        now = self.clock.now()
+        receipt_id = f"{order.ack.order_id}-GR{shipment.number}"
+        shipment.status = "delivered"
+        shipment.receipt_id = receipt_id
+        self.erp.book_goods(
+            BookedReceipt(
+                receipt_id=receipt_id,
+                po_number=order.po_number,
+                sku=order.sku,
+                supplier=order.supplier,
+                quantity=shipment.quantity,
+                booked_at=now,
+            )
+        )
+        receipt = GoodsReceipt(
+            receipt_id=receipt_id, po_number=order.po_number, sku=order.sku, quantity=shipment.quantity
+        )
+        self.messenger.push(order.sku, "goods", receipt)
+
+    def _send_reply(self, supplier: Supplier, order: SupplierOrder, reply: Reply) -> None:
+        if reply.status != "scheduled":
+            return
+        faults = self.faults.of(supplier.id)
+        if faults.quiet:
+            reply.status, reply.why_not_sent = "dropped", "supplier is quiet"
+            return
+        if faults.take_dropped_reply():
+            reply.status, reply.why_not_sent = "dropped", "reply dropped by fault injection"
+            return
+        text = faults.take_reply_text() or reply_text(
+            supplier, order, reply.cause, self.clock.now(), self.clock.day_seconds
+        )
+        reply.status = "sent"
+        self.messenger.push(
+            order.sku, "supplier-reply", SupplierReply(po_number=order.po_number, supplier=supplier.id, text=text)
+        )
+
+    # --- manager -----------------------------------------------------------------------
+
+    def set_policy(self, policy: ManagerPolicy) -> ManagerPolicy:
+        self.manager.policy = policy
+        return policy
+
+    def request_approval(self, request: ApprovalRequest) -> tuple[ApprovalEntry, bool]:
+        entry, created = self.manager.receive(request, self.clock.now())
+        if created:
+            policy = self.manager.policy
+            decision = policy.decide(request)
+            if decision is not None:
+                when = entry.received_at + self.clock.seconds(policy.delay_days)
+                self.scheduler.at(when, lambda: self._auto_decide(entry, decision), f"approve-{request.po_number}")
+        return entry, created
+
+    def _auto_decide(self, entry: ApprovalEntry, decision: ApprovalDecision) -> None:
+        # A person may have decided first, or a newer request superseded this one.
+        if self.manager.settle(entry, decision, self.clock.now()):
+            self.messenger.push(entry.request.sku, "approval", decision)
+
+    def decide(self, po_number: str, body: DecisionBody) -> ApprovalEntry:
+        decision = self.manager.decide(po_number, body, self.clock.now())
+        entry = self.manager.latest(po_number)
+        self.messenger.push(entry.request.sku, "approval", decision)
+        return entry
+
+    # --- faults ------------------------------------------------------------------------
+
+    def set_faults(self, supplier_id: str, update: SupplierFaults) -> SupplierFaults:
+        self.supplier(supplier_id)
+        return self.faults.merge(supplier_id, update)
+
+    def clear_faults(self, supplier_id: str) -> SupplierFaults:
+        self.supplier(supplier_id)
+        return self.faults.clear(supplier_id)
+
+    def faults_of(self, supplier_id: str) -> SupplierFaults:
+        self.supplier(supplier_id)
+        return self.faults.of(supplier_id)
