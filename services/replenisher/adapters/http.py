@@ -1,0 +1,106 @@
+"""The process's one HTTP client, and the error contract every adapter answers with.
+
+One client per process reuses connections across the many short calls a replenishment
+makes. It is tied to the event loop it was created on, so a new loop (a test, a Lambda
+invocation) gets a new client instead of a broken one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from replenisher.adapters.errors import Rejected, UnexpectedResponse
+
+M = TypeVar("M", bound=BaseModel)
+
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
+"""Longer than any honest answer of the ERP or a supplier; short enough that a hung call is retried."""
+
+RETRYABLE_4XX = frozenset({408, 425, 429})
+"""Client errors that mean "try again later" rather than "no"."""
+
+_client: httpx.AsyncClient | None = None
+_client_loop: asyncio.AbstractEventLoop | None = None
+
+
+def shared_client() -> httpx.AsyncClient:
+    global _client, _client_loop
+    loop = asyncio.get_running_loop()
+    if _client is None or _client.is_closed or _client_loop is not loop:
+        _client = httpx.AsyncClient(
+            timeout=DEFAULT_TIMEOUT,
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            headers={"user-agent": "stock-replenisher"},
+        )
+        _client_loop = loop
+    return _client
+
+
+async def aclose_shared_client() -> None:
+    global _client, _client_loop
+    client, _client, _client_loop = _client, None, None
+    if client is not None and not client.is_closed:
+        await client.aclose()
+
+
+def join_url(base_url: str, *segments: str) -> str:
+    # Each segment is quoted whole, so a PO number holding "/" or "?" stays one segment.
+    return base_url.rstrip("/") + "/" + "/".join(quote(segment, safe="") for segment in segments)
+
+
+def _reason(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return response.text[:500] or response.reason_phrase
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return body["error"]
+    return response.text[:500]
+
+
+def check(response: httpx.Response) -> None:
+    """Raise per the error contract unless the answer is a success."""
+    status = response.status_code
+    if response.is_success:
+        return
+    if 400 <= status < 500 and status not in RETRYABLE_4XX:
+        raise Rejected(status, _reason(response))
+    if status >= 400:
+        response.raise_for_status()
+    raise UnexpectedResponse(status, str(response.request.url), _reason(response))
+
+
+def document(response: httpx.Response, model: type[M]) -> M:
+    check(response)
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError as exc:
+        raise UnexpectedResponse(response.status_code, str(response.request.url), str(exc)) from exc
+
+
+class HttpEndpoint:
+    """Base of the adapters: a base URL and either a given client or the shared one."""
+
+    def __init__(self, base_url: str, client: httpx.AsyncClient | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._client = client
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        return self._client if self._client is not None else shared_client()
+
+    async def get(self, *segments: str) -> httpx.Response:
+        return await self.client.get(join_url(self.base_url, *segments))
+
+    async def post(self, *segments: str, body: BaseModel, headers: dict[str, str] | None = None) -> httpx.Response:
+        return await self.client.post(
+            join_url(self.base_url, *segments),
+            content=body.model_dump_json(),
+            headers={"content-type": "application/json", **(headers or {})},
+        )

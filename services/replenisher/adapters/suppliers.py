@@ -1,0 +1,43 @@
+"""Suppliers over HTTP: quotes, live prices, orders keyed by PO number, chases, cancellations."""
+
+from __future__ import annotations
+
+from replenisher.adapters.http import HttpEndpoint, check, document
+from replenisher.domain.documents import (
+    CancelRequest,
+    ChaseRequest,
+    LivePrice,
+    OrderAck,
+    PurchaseOrder,
+    Quote,
+    QuoteRequest,
+)
+
+
+class HttpSuppliers(HttpEndpoint):
+    async def quote(self, supplier: str, request: QuoteRequest) -> Quote:
+        return document(await self.post("suppliers", supplier, "quotes", body=request), Quote)
+
+    async def live_price(self, supplier: str, sku: str) -> LivePrice:
+        return document(await self.get("suppliers", supplier, "prices", sku), LivePrice)
+
+    async def place_order(self, po: PurchaseOrder) -> OrderAck:
+        # The PO number is the idempotency key: however often this is retried, the
+        # supplier holds one order for the PO and answers each repeat with the same ack.
+        response = await self.post(
+            "suppliers", po.supplier, "orders", body=po, headers={"Idempotency-Key": po.po_number}
+        )
+        return document(response, OrderAck)
+
+    async def find_order(self, supplier: str, po_number: str) -> OrderAck | None:
+        """The supplier's acknowledgement of a PO, or None if it holds no order for it."""
+        response = await self.get("suppliers", supplier, "orders", po_number)
+        if response.status_code == 404:
+            return None
+        return document(response, OrderAck)
+
+    async def chase(self, supplier: str, po_number: str, request: ChaseRequest) -> None:
+        check(await self.post("suppliers", supplier, "orders", po_number, "chase", body=request))
+
+    async def cancel(self, supplier: str, po_number: str, request: CancelRequest) -> None:
+        check(await self.post("suppliers", supplier, "orders", po_number, "cancel", body=request))

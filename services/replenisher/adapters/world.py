@@ -1,0 +1,19 @@
+"""All the outside systems the agent talks to, at one base URL (the simulated world's)."""
+
+from __future__ import annotations
+
+import httpx
+
+from replenisher.adapters.erp import HttpErp
+from replenisher.adapters.manager import HttpManagerInbox
+from replenisher.adapters.suppliers import HttpSuppliers
+
+
+class HttpWorld:
+    """Implements `replenisher.domain.ports.World`; a real ERP or supplier is another URL."""
+
+    def __init__(self, base_url: str, client: httpx.AsyncClient | None = None) -> None:
+        self.base_url = base_url
+        self.erp = HttpErp(base_url, client)
+        self.suppliers = HttpSuppliers(base_url, client)
+        self.manager = HttpManagerInbox(base_url, client)
