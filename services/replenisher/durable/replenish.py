@@ -1,0 +1,177 @@
+"""`Replenish`: one durable workflow per replenishment (id `replenish-<SKU>-<n>`).
+
+The agentic loop. Each turn the decider picks one of the tools the rules allow; the
+harness runs it (a journaled step, or a durable wait for the next message raced against
+a durable timer) and `apply`s the result. After a crash Restate replays the journal:
+recorded decisions and steps return their results without running again, and `apply`
+rebuilds the same state.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import restate
+from pydantic import BaseModel, ValidationError
+from restate import WorkflowContext, WorkflowSharedContext
+from restate.exceptions import TerminalError
+
+from replenisher.domain.decisions import GOAL, Decision
+from replenisher.domain.documents import EventKind, StockLevel
+from replenisher.domain.outcomes import ReplenishmentResult, result_of
+from replenisher.domain.policy import choose
+from replenisher.domain.state import State, TurnRecord
+from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME, Call, Done, Tool, Wait
+from replenisher.domain.tools.limits import MAX_TURNS
+from replenisher.durable.deciders import current_decider
+from replenisher.durable.steps import outside_world, retry_options, step
+from replenisher.durable.validation import bad_request, validated
+
+replenish = restate.Workflow("Replenish")
+
+
+class RunRequest(BaseModel):
+    stock: StockLevel
+    day_seconds: float
+
+
+class Message(BaseModel):
+    """A message the SKU agent numbered for this run: the `seq`-th of its kind."""
+
+    event: EventKind
+    seq: int
+    payload: dict[str, Any]
+
+
+class CurrentWait(BaseModel):
+    tool: str
+    event: EventKind
+    seq: int
+    deadline: float
+
+
+class RunView(BaseModel):
+    state: State | None
+    waiting: CurrentWait | None
+
+
+def message_promise(event: str, seq: int) -> str:
+    return f"{event}-{seq}"
+
+
+@validated(replenish.main)
+async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
+    state = State.start(ctx.key(), request.stock, request.day_seconds, await ctx.time())
+    try:
+        for turn in range(MAX_TURNS):
+            allowed = [t for t in TOOLS if t.allowed(state)]
+            if not allowed:
+                break
+            tool, args, decision = await decide(ctx, turn, state, allowed)
+            if isinstance(tool, Done):
+                state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason))
+                break
+            if isinstance(tool, Wait):
+                summary = await wait(ctx, tool, state)
+            else:
+                assert isinstance(tool, Call)
+                summary = await call(ctx, turn, tool, args, state)
+            state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary))
+            ctx.set("state", state)
+    except TerminalError as e:
+        # A bug or a refused journal entry must still end in a true outcome, never a silent stop.
+        state.last_failure = f"run stopped: {e.message}"
+    result = result_of(state, await ctx.time())
+    ctx.set("state", state)
+    report_outcome(ctx, result)
+    return result
+
+
+async def decide(ctx: WorkflowContext, turn: int, state: State, allowed: list[Tool]) -> tuple[Tool, Any, Decision]:
+    """The decider's pick, validated in code; a refused pick falls back to the offline policy."""
+    decider = current_decider()
+    try:
+        decision = await ctx.run_typed(f"decide {turn}", decider.decide, retry_options(Decision), GOAL, state, allowed)
+    except TerminalError as e:
+        # The model could not be reached within the retry budget: the offline policy takes this turn.
+        decision = Decision(tool="", reason=f"decider failed: {e.message}", decider=decider.name)
+    refusal = refuse(decision, state, allowed)
+    if refusal is not None:
+        state.record_security_event(f"turn {turn}: refused {decider.name} decision {decision.tool!r}: {refusal}")
+        decision = choose(state, [t.name for t in allowed])
+    tool = TOOLS_BY_NAME[decision.tool]
+    return tool, tool.parse_args(decision.args), decision
+
+
+def refuse(decision: Decision, state: State, allowed: list[Tool]) -> str | None:
+    if decision.tool not in {t.name for t in allowed}:
+        return "not an allowed tool now"
+    tool = TOOLS_BY_NAME[decision.tool]
+    try:
+        args = tool.parse_args(decision.args)
+    except ValidationError as e:
+        return f"bad arguments: {e.error_count()} errors"
+    return tool.check_args(state, args)
+
+
+async def call(ctx: WorkflowContext, turn: int, tool: Call[Any, Any], args: Any, state: State) -> str:
+    delay = tool.delay_days(state)
+    if delay > 0:
+        await ctx.sleep(timedelta(seconds=state.days(delay)), name=f"before {tool.name} {turn}")
+    try:
+        result = await step(ctx, f"{tool.name} {turn}", tool.Result, tool.execute, state, args, outside_world())
+    except TerminalError as e:
+        return tool.apply_failure(state, args, e.message)
+    return tool.apply(state, args, result)
+
+
+async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State) -> str:
+    """The next message of the tool's kind, or its deadline, whichever comes first."""
+    seq = state.next_message_number(tool.event)
+    promise = ctx.promise(message_promise(tool.event, seq), type_hint=dict)
+    deadline = tool.deadline(state)
+    ctx.set("waiting", CurrentWait(tool=tool.name, event=tool.event, seq=seq, deadline=deadline))
+    remaining = deadline - await ctx.time()
+    raw: dict[str, Any] | None
+    if remaining <= 0:
+        # Out of time, but a message that already arrived still counts.
+        raw = await promise.peek()
+    else:
+        match await restate.select(message=promise.value(), timeout=ctx.sleep(timedelta(seconds=remaining))):
+            case ["message", value]:
+                raw = value
+            case _:
+                raw = None
+    ctx.clear("waiting")
+    if raw is None:
+        return tool.apply(state, None)
+    state.mark_consumed(tool.event)
+    return tool.apply(state, tool.Payload.model_validate(raw))
+
+
+def report_outcome(ctx: WorkflowContext, result: ReplenishmentResult) -> None:
+    from replenisher.durable.sku_agent import finish
+
+    ctx.object_send(finish, result.sku, result)
+
+
+@validated(replenish.handler)
+async def deliver(ctx: WorkflowSharedContext, message: Message) -> None:
+    """Resolve the promise the run waits on (or will wait on) for this message."""
+    if message.seq < 0:
+        raise bad_request("seq must not be negative")
+    await ctx.promise(message_promise(message.event, message.seq), type_hint=dict).resolve(message.payload)
+
+
+@replenish.handler(name="state")
+async def view_state(ctx: WorkflowSharedContext) -> RunView:
+    return RunView(
+        state=await ctx.get("state", type_hint=State),
+        waiting=await ctx.get("waiting", type_hint=CurrentWait),
+    )
+
+
+@replenish.handler(name="current_wait")
+async def view_current_wait(ctx: WorkflowSharedContext) -> CurrentWait | None:
+    return await ctx.get("waiting", type_hint=CurrentWait)

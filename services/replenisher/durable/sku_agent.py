@@ -1,0 +1,193 @@
+"""`SkuAgent`: one virtual object per SKU, for the SKU's whole life.
+
+It checks stock (on demand and on its own durable timer), starts at most one
+replenishment at a time without ever blocking on it, is the SKU's single address for
+the manager, suppliers and warehouse, and keeps the outcomes. Handlers are exclusive
+per SKU, so any number of racing checks start one replenishment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import restate
+from pydantic import BaseModel, Field, ValidationError
+from restate import ObjectContext, ObjectSharedContext
+from restate.exceptions import TerminalError
+
+from replenisher.config import settings
+from replenisher.domain.documents import EVENT_PAYLOADS, EventKind, GoodsReceipt, StockLevel
+from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.sku import SkuRecord
+from replenisher.durable.replenish import Message, RunRequest
+from replenisher.durable.replenish import deliver as deliver_to_run
+from replenisher.durable.replenish import run as replenish_run
+from replenisher.durable.steps import outside_world, step
+from replenisher.durable.validation import bad_request, describe, validated
+
+sku_agent = restate.VirtualObject("SkuAgent")
+
+RECORD = "record"
+
+
+class Delivery(BaseModel):
+    event: EventKind
+    payload: dict[str, Any]
+
+
+class Delivered(BaseModel):
+    sku: str
+    event: EventKind
+    run_id: str | None = Field(description="the run the message was routed to; None if it was kept")
+    seq: int | None = None
+    kept: bool
+
+
+class CheckResult(BaseModel):
+    sku: str
+    on_hand: int
+    safety_stock: int
+    started: str | None = Field(description="the replenishment this check started, if any")
+    active: str | None
+
+
+class WatchRequest(BaseModel):
+    interval_days: float | None = Field(default=None, gt=0, le=365)
+
+
+class Tick(BaseModel):
+    generation: int
+
+
+async def load(ctx: ObjectContext | ObjectSharedContext) -> SkuRecord | None:
+    return await ctx.get(RECORD, type_hint=SkuRecord)
+
+
+async def load_or_create(ctx: ObjectContext) -> SkuRecord:
+    """The SKU's record; a first contact must name a SKU the ERP knows (404 otherwise)."""
+    record = await load(ctx)
+    if record is None:
+        await read_stock(ctx)
+        record = SkuRecord(sku=ctx.key())
+    return record
+
+
+async def read_stock(ctx: ObjectContext) -> StockLevel:
+    try:
+        return await step(ctx, "read stock", StockLevel, outside_world().erp.get_stock, ctx.key())
+    except TerminalError as e:
+        if e.status_code == 404:
+            raise TerminalError(f"unknown SKU {ctx.key()!r}: the ERP does not stock it", status_code=404) from e
+        raise TerminalError(f"could not read stock of {ctx.key()!r} from the ERP: {e.message}", status_code=503) from e
+
+
+async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
+    stock = await read_stock(ctx)
+    started = record.consider(stock, await ctx.time())
+    if started is not None:
+        # A send, not a call: the agent stays free for messages while the run takes weeks.
+        request = RunRequest(stock=stock, day_seconds=settings().day_seconds)
+        ctx.workflow_send(replenish_run, started.run_id, request)
+    return CheckResult(
+        sku=record.sku,
+        on_hand=stock.on_hand,
+        safety_stock=stock.safety_stock,
+        started=started.run_id if started else None,
+        active=record.active.run_id if record.active else None,
+    )
+
+
+@sku_agent.handler()
+async def check(ctx: ObjectContext) -> CheckResult:
+    """Read stock now; start a replenishment if it is below safety stock and none is active."""
+    record = await load(ctx) or SkuRecord(sku=ctx.key())
+    result = await check_stock(ctx, record)
+    ctx.set(RECORD, record)
+    return result
+
+
+@validated(sku_agent.handler)
+async def watch(ctx: ObjectContext, request: WatchRequest) -> SkuRecord:
+    """Check stock on a durable timer, every `interval_days` business days."""
+    record = await load_or_create(ctx)
+    record.watch.watching = True
+    record.watch.interval_days = request.interval_days or settings().check_interval_days
+    if record.watch.pending_tick is None:
+        await schedule_tick(ctx, record, first=True)
+    ctx.set(RECORD, record)
+    return record
+
+
+@sku_agent.handler()
+async def unwatch(ctx: ObjectContext) -> SkuRecord:
+    record = await load_or_create(ctx)
+    record.watch.watching = False
+    record.watch.generation += 1
+    if record.watch.pending_tick is not None:
+        ctx.cancel_invocation(record.watch.pending_tick)
+        record.watch.pending_tick = None
+    ctx.set(RECORD, record)
+    return record
+
+
+@validated(sku_agent.handler, ingress_private=True)
+async def tick(ctx: ObjectContext, request: Tick) -> None:
+    record = await load(ctx)
+    if record is None or not record.watch.watching or request.generation != record.watch.generation:
+        return  # a timer from before an unwatch: nothing to do
+    record.watch.pending_tick = None
+    try:
+        await check_stock(ctx, record)
+    except TerminalError as e:
+        # The ERP being away must not stop the watch: note it and try at the next tick.
+        ctx.set("last_check_error", e.message)
+    await schedule_tick(ctx, record)
+    ctx.set(RECORD, record)
+
+
+async def schedule_tick(ctx: ObjectContext, record: SkuRecord, first: bool = False) -> None:
+    delay = None if first else settings().days(record.watch.interval_days)
+    handle = ctx.object_send(tick, ctx.key(), Tick(generation=record.watch.generation), send_delay=delay)
+    record.watch.pending_tick = await handle.invocation_id()
+
+
+@validated(sku_agent.handler)
+async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
+    """The SKU's address: route a message to the active run, in order and once, or keep it."""
+    model = EVENT_PAYLOADS[delivery.event]
+    try:
+        document = model.model_validate(delivery.payload)
+    except ValidationError as e:
+        raise bad_request(f"payload for {delivery.event!r}: {describe(e)}") from e
+    if isinstance(document, GoodsReceipt) and document.sku != ctx.key():
+        raise bad_request(f"goods receipt for {document.sku!r} sent to {ctx.key()!r}")
+    record = await load_or_create(ctx)
+    routed = record.route(delivery.event, document.model_dump(mode="json"), await ctx.time())
+    if routed is not None:
+        assert record.active is not None
+        message = Message(event=routed.event, seq=routed.seq, payload=routed.payload)
+        ctx.workflow_send(deliver_to_run, record.active.run_id, message)
+    ctx.set(RECORD, record)
+    return Delivered(
+        sku=record.sku,
+        event=delivery.event,
+        run_id=record.active.run_id if routed and record.active else None,
+        seq=routed.seq if routed else None,
+        kept=routed is None,
+    )
+
+
+@validated(sku_agent.handler, ingress_private=True)
+async def finish(ctx: ObjectContext, result: ReplenishmentResult) -> None:
+    """The run's completion callback: record the outcome and free the SKU for the next run."""
+    record = await load(ctx)
+    if record is not None and record.finish(result):
+        ctx.set(RECORD, record)
+
+
+@sku_agent.handler(kind="shared")
+async def status(ctx: ObjectSharedContext) -> SkuRecord:
+    record = await load(ctx)
+    if record is None:
+        raise TerminalError(f"no agent for SKU {ctx.key()!r} yet: call check or watch first", status_code=404)
+    return record

@@ -1,0 +1,52 @@
+"""Journaled steps: every call to the outside world runs through here, inside `ctx.run`.
+
+A step is retried with exponential backoff for a bounded number of attempts. An answer
+that will not change on retry (`Rejected`) ends the step at once. Either way the failure
+comes back to the harness as a `TerminalError`, which it hands to the tool's
+`apply_failure`, so the decider sees it and decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import cache
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from restate import Context, RunOptions
+from restate.exceptions import TerminalError
+
+from replenisher.config import settings
+from replenisher.domain.ports import Rejected, World
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def retry_options(type_hint: type[T]) -> RunOptions[T]:
+    s = settings()
+    return RunOptions(
+        type_hint=type_hint,
+        max_attempts=s.step_max_attempts,
+        initial_retry_interval=s.step_initial_retry,
+        retry_interval_factor=2.0,
+        max_retry_interval=s.step_max_retry,
+    )
+
+
+@cache
+def outside_world() -> World:
+    from replenisher.adapters.world import HttpWorld
+
+    return HttpWorld(settings().world_url)
+
+
+async def step(ctx: Context, name: str, result: type[T], action: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """Run `action(*args)` as a named, journaled step with the standard retry policy."""
+
+    async def attempt() -> T:
+        try:
+            return await action(*args)
+        except Rejected as e:
+            raise TerminalError(f"refused by the other side: {e.reason}", status_code=e.status) from e
+
+    return await ctx.run_typed(name, attempt, retry_options(result))
