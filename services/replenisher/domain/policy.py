@@ -13,10 +13,11 @@ from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 
 
-def choose(state: State, allowed: Sequence[str]) -> Decision:
-    def pick(tool: str, reason: str, **args: object) -> Decision:
-        return Decision(tool=tool, args=dict(args), reason=reason)
+def pick(tool: str, why: str, **args: object) -> Decision:
+    return Decision(tool=tool, args=dict(args), reason=why)
 
+
+def choose(state: State, allowed: Sequence[str]) -> Decision:
     def can(tool: str) -> bool:
         return tool in allowed
 
@@ -29,7 +30,7 @@ def choose(state: State, allowed: Sequence[str]) -> Decision:
     if state.order_status == "unknown" and can("done"):
         return pick("done", "the supplier cannot be reached; leave the order for reconciliation")
     if state.order_status == "placed":
-        return _follow_up(state, allowed, pick)
+        return _follow_up(allowed)
     if can("place_order"):
         return pick("place_order", "the price is approved")
     if state.approval is not None and state.approval.status == "pending" and can("wait_for_approval"):
@@ -48,7 +49,7 @@ def choose(state: State, allowed: Sequence[str]) -> Decision:
     return pick("done", "nothing more can be done") if can("done") else pick(allowed[0], "only option")
 
 
-def _follow_up(state: State, allowed: Sequence[str], pick) -> Decision:  # type: ignore[no-untyped-def]
+def _follow_up(allowed: Sequence[str]) -> Decision:
     if "close_purchase_order" in allowed:
         return pick("close_purchase_order", "goods are in")
     if "chase_supplier" in allowed:

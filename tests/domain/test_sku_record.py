@@ -1,0 +1,82 @@
+"""The SKU agent's record: one run at a time, every message accounted for, bounded history."""
+
+from __future__ import annotations
+
+from tests.domain.factories import T0, stock
+
+from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.sku import KEPT_MESSAGES, RECENT_OUTCOMES, SkuRecord
+
+
+def result(run_id: str, outcome: str = "received", consumed: dict[str, int] | None = None) -> ReplenishmentResult:
+    return ReplenishmentResult(
+        run_id=run_id,
+        sku="SKU-1",
+        outcome=outcome,
+        started_at=T0,
+        ended_at=T0 + 100,
+        consumed=consumed or {},
+        quantity_received=10,
+        unit_price=4.0,
+    )  # type: ignore[arg-type]
+
+
+def test_low_stock_starts_one_run_and_a_second_check_starts_none() -> None:
+    record = SkuRecord(sku="SKU-1")
+    first = record.consider(stock(on_hand=5), T0)
+    again = record.consider(stock(on_hand=5), T0 + 1)
+    assert first is not None and first.run_id == "replenish-SKU-1-1"
+    assert again is None and record.runs_started == 1
+
+
+def test_enough_stock_starts_nothing() -> None:
+    record = SkuRecord(sku="SKU-1")
+    assert record.consider(stock(on_hand=50), T0) is None
+    assert record.active is None and record.last_check is not None and record.last_check.on_hand == 50
+
+
+def test_messages_are_numbered_per_kind_in_arrival_order() -> None:
+    record = SkuRecord(sku="SKU-1")
+    record.consider(stock(), T0)
+    seqs = [record.route(e, {"n": i}, T0) for i, e in enumerate(["goods", "approval", "goods", "goods"])]
+    assert [(m.event, m.seq) for m in seqs if m] == [("goods", 0), ("approval", 0), ("goods", 1), ("goods", 2)]
+
+
+def test_a_message_with_no_active_run_is_kept() -> None:
+    record = SkuRecord(sku="SKU-1")
+    assert record.route("approval", {"x": 1}, T0) is None
+    assert len(record.kept) == 1 and record.kept[0].reason == "no active replenishment"
+
+
+def test_messages_the_run_never_read_are_kept_when_it_ends() -> None:
+    record = SkuRecord(sku="SKU-1")
+    run = record.consider(stock(), T0)
+    assert run is not None
+    record.route("goods", {"n": 0}, T0)
+    record.route("goods", {"n": 1}, T0)
+    assert record.finish(result(run.run_id, consumed={"goods": 1}))
+    assert [m.payload for m in record.kept] == [{"n": 1}]
+    assert record.active is None
+
+
+def test_a_stale_or_repeated_completion_changes_nothing() -> None:
+    record = SkuRecord(sku="SKU-1")
+    run = record.consider(stock(), T0)
+    assert run is not None
+    assert not record.finish(result("replenish-SKU-1-99"))
+    assert record.finish(result(run.run_id))
+    assert not record.finish(result(run.run_id))
+    assert record.stats.runs == 1
+
+
+def test_history_stays_bounded_over_many_runs() -> None:
+    record = SkuRecord(sku="SKU-1")
+    for _ in range(1_000):
+        run = record.consider(stock(), T0)
+        assert run is not None
+        record.route("approval", {"late": True}, T0)
+        record.finish(result(run.run_id))
+    assert len(record.outcomes) == RECENT_OUTCOMES
+    assert len(record.kept) == KEPT_MESSAGES and record.kept_overflow == 1_000 - KEPT_MESSAGES
+    assert record.stats.runs == 1_000 and record.stats.by_outcome == {"received": 1_000}
+    assert len(record.model_dump_json()) < 40_000
