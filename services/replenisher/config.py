@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from replenisher.domain.waits import WaitDays
+
 DEFAULT_INGRESS_URL = "http://127.0.0.1:8080"
 DEFAULT_ADMIN_URL = "http://127.0.0.1:9070"
 DEFAULT_WORLD_URL = "http://127.0.0.1:9100"
@@ -26,6 +28,12 @@ class Settings(BaseModel):
     step_max_attempts: int = Field(default=6, ge=1)
     step_initial_retry_ms: int = Field(default=2_000, ge=1)
     step_max_retry_ms: int = Field(default=60_000, ge=1)
+    approval_wait_days: float = Field(default=WaitDays().approval, gt=0)
+    reply_wait_days: float = Field(default=WaitDays().supplier_reply, gt=0)
+
+    @property
+    def waits(self) -> WaitDays:
+        return WaitDays(approval=self.approval_wait_days, supplier_reply=self.reply_wait_days)
 
     @property
     def step_initial_retry(self) -> timedelta:
@@ -47,6 +55,8 @@ _ENV = {
     "step_max_attempts": "REPLENISHER_STEP_MAX_ATTEMPTS",
     "step_initial_retry_ms": "REPLENISHER_STEP_INITIAL_RETRY_MS",
     "step_max_retry_ms": "REPLENISHER_STEP_MAX_RETRY_MS",
+    "approval_wait_days": "REPLENISHER_APPROVAL_WAIT_DAYS",
+    "reply_wait_days": "REPLENISHER_REPLY_WAIT_DAYS",
 }
 
 

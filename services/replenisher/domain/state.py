@@ -20,6 +20,7 @@ from replenisher.domain.documents import (
     StockLevel,
     SupplierReply,
 )
+from replenisher.domain.waits import WaitDays
 
 STATE_SCHEMA_VERSION = 1
 
@@ -64,6 +65,7 @@ class State(BaseModel):
     target_stock: int
     suppliers: list[str]
     day_seconds: float = Field(gt=0)
+    waits: WaitDays = Field(default_factory=WaitDays)
     started_at: float
 
     quotes: list[Quote] = Field(default_factory=list)
@@ -103,7 +105,9 @@ class State(BaseModel):
     history: list[TurnRecord] = Field(default_factory=list)
 
     @classmethod
-    def start(cls, run_id: str, stock: StockLevel, day_seconds: float, started_at: float) -> State:
+    def start(
+        cls, run_id: str, stock: StockLevel, day_seconds: float, started_at: float, waits: WaitDays | None = None
+    ) -> State:
         return cls(
             run_id=run_id,
             sku=stock.sku,
@@ -112,6 +116,7 @@ class State(BaseModel):
             target_stock=stock.target_stock,
             suppliers=list(stock.suppliers),
             day_seconds=day_seconds,
+            waits=waits or WaitDays(),
             started_at=started_at,
         )
 

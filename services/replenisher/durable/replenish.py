@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import restate
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from restate import WorkflowContext, WorkflowSharedContext
 from restate.exceptions import TerminalError
 
@@ -24,6 +24,7 @@ from replenisher.domain.policy import choose
 from replenisher.domain.state import State, TurnRecord
 from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME, Call, Done, Tool, Wait
 from replenisher.domain.tools.limits import MAX_TURNS
+from replenisher.domain.waits import WaitDays
 from replenisher.durable.deciders import current_decider
 from replenisher.durable.steps import outside_world, retry_options, step
 from replenisher.durable.validation import bad_request, validated
@@ -33,7 +34,8 @@ replenish = restate.Workflow("Replenish")
 
 class RunRequest(BaseModel):
     stock: StockLevel
-    day_seconds: float
+    day_seconds: float = Field(gt=0)
+    waits: WaitDays = Field(default_factory=WaitDays)
 
 
 class Message(BaseModel):
@@ -62,7 +64,7 @@ def message_promise(event: str, seq: int) -> str:
 
 @validated(replenish.main)
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
-    state = State.start(ctx.key(), request.stock, request.day_seconds, await ctx.time())
+    state = State.start(ctx.key(), request.stock, request.day_seconds, await ctx.time(), request.waits)
     try:
         for turn in range(MAX_TURNS):
             allowed = [t for t in TOOLS if t.allowed(state)]

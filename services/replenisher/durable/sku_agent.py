@@ -86,7 +86,7 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
     started = record.consider(stock, await ctx.time())
     if started is not None:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
-        request = RunRequest(stock=stock, day_seconds=settings().day_seconds)
+        request = RunRequest(stock=stock, day_seconds=settings().day_seconds, waits=settings().waits)
         ctx.workflow_send(replenish_run, started.run_id, request)
     return CheckResult(
         sku=record.sku,

@@ -17,7 +17,7 @@ from replenisher.domain.documents import ApprovalDecision, ApprovalRequest
 from replenisher.domain.ports import World
 from replenisher.domain.state import Approval, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
-from replenisher.domain.tools.limits import APPROVAL_WAIT_DAYS, MAX_APPROVAL_ROUNDS
+from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS
 from replenisher.domain.tools.quoting import open_for_buying
 
 
@@ -68,7 +68,7 @@ class RequestApproval(Call[NoArgs, ApprovalRequested]):
 
 class WaitForApproval(Wait[ApprovalDecision]):
     name = "wait_for_approval"
-    description = f"Wait for the manager's decision on the price (up to {APPROVAL_WAIT_DAYS:g} business days)."
+    description = "Wait for the manager's decision on the price, until the approval deadline."
     event = "approval"
     Payload = ApprovalDecision
 
@@ -77,7 +77,7 @@ class WaitForApproval(Wait[ApprovalDecision]):
 
     def deadline(self, state: State) -> float:
         assert state.approval is not None
-        return state.approval.requested_at + state.days(APPROVAL_WAIT_DAYS)
+        return state.approval.requested_at + state.days(state.waits.approval)
 
     def apply(self, state: State, payload: ApprovalDecision | None) -> str:
         approval = state.approval

@@ -8,7 +8,7 @@ from replenisher.domain.documents import GoodsReceipt, PurchaseOrderClosure
 from replenisher.domain.ports import World
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
-from replenisher.domain.tools.limits import GOODS_GRACE_DAYS, MAX_CHASES, MAX_GOODS_OVERDUE
+from replenisher.domain.tools.limits import MAX_CHASES, MAX_GOODS_OVERDUE
 from replenisher.domain.tools.supplier import order_open
 
 
@@ -33,7 +33,7 @@ class WaitForGoods(Wait[GoodsReceipt]):
         promised = state.reply.delivery_days if state.reply and state.reply.delivery_days is not None else None
         quoted = next((q.lead_days for q in state.quotes if state.po and q.quote_id == state.po.quote_id), None)
         expected = promised if promised is not None else quoted if quoted is not None else 10.0
-        grace = GOODS_GRACE_DAYS * (state.goods_overdue_count + 1)
+        grace = state.waits.goods_grace * (state.goods_overdue_count + 1)
         return state.ordered_at + state.days(expected + grace)
 
     def apply(self, state: State, payload: GoodsReceipt | None) -> str:

@@ -17,7 +17,7 @@ from replenisher.domain.documents import CancelRequest, OrderAck
 from replenisher.domain.ports import World
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs
-from replenisher.domain.tools.limits import MAX_STATUS_CHECKS, STATUS_RECHECK_DAYS
+from replenisher.domain.tools.limits import MAX_STATUS_CHECKS
 
 
 class PlaceOrderResult(BaseModel):
@@ -106,7 +106,7 @@ class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
 
     def delay_days(self, state: State) -> float:
         # Straight away the first time; after a failed check give the supplier a day.
-        return STATUS_RECHECK_DAYS if state.last_status_check_failed else 0.0
+        return state.waits.status_recheck if state.last_status_check_failed else 0.0
 
     async def execute(self, state: State, args: NoArgs, world: World) -> OrderStatusResult:
         assert state.po is not None

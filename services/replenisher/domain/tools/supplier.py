@@ -15,7 +15,7 @@ from replenisher.domain.documents import ChaseRequest, SupplierReply
 from replenisher.domain.ports import World
 from replenisher.domain.state import ReplyFacts, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
-from replenisher.domain.tools.limits import MAX_CHASES, REPLY_AFTER_CHASE_DAYS, REPLY_WAIT_DAYS
+from replenisher.domain.tools.limits import MAX_CHASES
 
 
 def order_open(state: State) -> bool:
@@ -24,7 +24,7 @@ def order_open(state: State) -> bool:
 
 class WaitForSupplierReply(Wait[SupplierReply]):
     name = "wait_for_supplier_reply"
-    description = f"Wait for the supplier to confirm the order (up to {REPLY_WAIT_DAYS:g} business days)."
+    description = "Wait for the supplier to confirm the order, until the reply is overdue."
     event = "supplier-reply"
     Payload = SupplierReply
 
@@ -39,9 +39,9 @@ class WaitForSupplierReply(Wait[SupplierReply]):
 
     def deadline(self, state: State) -> float:
         if state.last_chase_at is not None:
-            return state.last_chase_at + state.days(REPLY_AFTER_CHASE_DAYS)
+            return state.last_chase_at + state.days(state.waits.reply_after_chase)
         assert state.ordered_at is not None
-        return state.ordered_at + state.days(REPLY_WAIT_DAYS)
+        return state.ordered_at + state.days(state.waits.supplier_reply)
 
     def apply(self, state: State, payload: SupplierReply | None) -> str:
         if payload is None:
