@@ -1,0 +1,76 @@
+"""Loopback TCP ports: find free ones, and refuse to start on taken ones."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+LOOPBACK = "127.0.0.1"
+
+# Ports handed out by this process: the OS may return a just-closed port again before
+# the process we gave it to has bound it.
+_handed_out: set[int] = set()
+
+
+class PortInUseError(RuntimeError):
+    """A port the stack needs is already taken by another process."""
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # Same option the servers use, so a port in TIME_WAIT counts as free, as it is for them.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port that is free now and not yet given to anyone else by this process."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port: int = sock.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise RuntimeError("could not find a free TCP port after 100 attempts")
+
+
+def ensure_ports_free(ports: Mapping[str, int], host: str = LOOPBACK) -> None:
+    """Raise naming every taken port, so the user knows what to stop or reconfigure."""
+    taken = [f"{name} port {port}" for name, port in ports.items() if not port_is_free(port, host)]
+    if taken:
+        raise PortInUseError(
+            f"cannot start: {', '.join(taken)} already in use on {host} "
+            "(another stack running? try `make down`, or stop whatever listens there)"
+        )
+
+
+def is_listening(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class RestatePorts(BaseModel):
+    """The three ports a single restate-server node listens on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ingress: int = 8080
+    admin: int = 9070
+    node: int = 5122
+
+    @classmethod
+    def free(cls) -> RestatePorts:
+        return cls(ingress=free_port(), admin=free_port(), node=free_port())
+
+    def named(self) -> dict[str, int]:
+        return {"restate ingress": self.ingress, "restate admin": self.admin, "restate node": self.node}

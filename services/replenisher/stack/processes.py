@@ -1,0 +1,348 @@
+"""Real OS processes of the local stack, one object per process.
+
+Each process runs in its own session (process group), so that stopping it also stops
+anything it spawned and nothing is orphaned when the parent dies. Output goes to a log
+file opened in append mode, so a restarted process keeps its earlier history.
+
+Stop signals differ on purpose: restate-server shuts down gracefully on SIGTERM, while
+the Restate SDK replaces hypercorn's SIGTERM handler with its own, so hypercorn is
+stopped with SIGINT (its Ctrl-C path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from replenisher.stack.install import ensure_restate
+from replenisher.stack.ports import LOOPBACK, RestatePorts, ensure_ports_free
+
+DEFAULT_READY_TIMEOUT = 30.0
+DEFAULT_STOP_TIMEOUT = 15.0
+_POLL_INTERVAL = 0.05
+
+
+class ProcessFailedError(RuntimeError):
+    """A managed process exited or never became ready."""
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # The state field follows the parenthesised command name, which may itself contain spaces.
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether `pid` is a live process (zombies count as dead)."""
+    with contextlib.suppress(ChildProcessError):
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _zombie(pid)
+
+
+def pid_runs(pid: int, executable: str) -> bool:
+    """Whether `pid` is alive and still the program we started (PIDs get reused)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc (macOS): trust the PID
+    return bool(cmdline) and os.fsdecode(cmdline[0]) == executable
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    # Every managed process leads its own group (start_new_session), so pgid == pid.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _wait_dead(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(_POLL_INTERVAL)
+    return not pid_alive(pid)
+
+
+def terminate_pid(pid: int, stop_signal: int, timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
+    """Stop a process group we may not be the parent of: polite signal, then SIGKILL."""
+    if not pid_alive(pid):
+        return
+    _signal_group(pid, stop_signal)
+    if not _wait_dead(pid, timeout):
+        _signal_group(pid, signal.SIGKILL)
+        _wait_dead(pid, 5.0)
+
+
+def http_answers(url: str, timeout: float = 1.0) -> bool:
+    """Any HTTP response counts: the server is accepting and serving requests."""
+    try:
+        httpx.get(url, timeout=timeout)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
+def http_ok(url: str, timeout: float = 1.0) -> bool:
+    try:
+        return httpx.get(url, timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+class ManagedProcess:
+    """One real process: start, wait until it serves, stop gracefully, kill, restart."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        log_path: Path,
+        stop_signal: int = signal.SIGTERM,
+        ports: Mapping[str, int] | None = None,
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.env = dict(env or {})
+        self.cwd = cwd
+        self.log_path = log_path
+        self.stop_signal = stop_signal
+        self.ports = dict(ports or {})
+        self.port_host = LOOPBACK
+        self._popen: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen else None
+
+    @property
+    def running(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        """Exit status of the last run (negative: killed by that signal); None while running."""
+        return self._popen.poll() if self._popen else None
+
+    def is_ready(self) -> bool:
+        """Whether the process serves requests; subclasses probe their own endpoint."""
+        return self.running
+
+    def start(self) -> None:
+        if self.running:
+            raise ProcessFailedError(f"{self.name} is already running (pid {self.pid})")
+        ensure_ports_free(self.ports, self.port_host)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.cwd is not None:
+            self.cwd.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+            log.write(f"\n=== {stamp} starting {self.name}: {' '.join(self.argv)}\n".encode())
+            log.flush()
+            self._popen = subprocess.Popen(
+                self.argv,
+                env={**os.environ, **self.env},
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def wait_ready(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._popen is None:
+                raise ProcessFailedError(f"{self.name} was never started")
+            code = self._popen.poll()
+            if code is not None:
+                raise ProcessFailedError(
+                    f"{self.name} exited with code {code} before it was ready; log {self.log_path}:\n{self.log_tail()}"
+                )
+            if self.is_ready():
+                return
+            if time.monotonic() >= deadline:
+                raise ProcessFailedError(
+                    f"{self.name} (pid {self.pid}) not ready after {timeout:.0f}s; "
+                    f"log {self.log_path}:\n{self.log_tail()}"
+                )
+            time.sleep(_POLL_INTERVAL)
+
+    def stop(self, timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
+        """Graceful stop; SIGKILL after `timeout`. Safe to call when not running."""
+        if self._popen is None:
+            return
+        if self._popen.poll() is None:
+            _signal_group(self._popen.pid, self.stop_signal)
+            try:
+                self._popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                _signal_group(self._popen.pid, signal.SIGKILL)
+                self._popen.wait(5.0)
+        # Children of the group that outlived their leader go too.
+        _signal_group(self._popen.pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        """SIGKILL, no chance to clean up: what a crash looks like."""
+        if self._popen is None:
+            return
+        _signal_group(self._popen.pid, signal.SIGKILL)
+        self._popen.wait(10.0)
+
+    def restart(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
+        """Stop if still running, then start again with the same ports, env and data."""
+        self.stop()
+        self.start()
+        self.wait_ready(timeout)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} pid={self.pid} running={self.running}>"
+
+
+class RestateServer(ManagedProcess):
+    """A single-node restate-server on loopback, all ports and the data dir given."""
+
+    def __init__(
+        self,
+        ports: RestatePorts,
+        data_dir: Path,
+        extra_env: Mapping[str, str] | None = None,
+        *,
+        log_path: Path | None = None,
+        config_file: Path | None = None,
+        binary: Path | None = None,
+        node_name: str = "replenisher",
+    ) -> None:
+        self.restate_ports = ports
+        self.data_dir = data_dir.resolve()
+        server = binary or ensure_restate().server
+        argv = [str(server), "--no-logo"]
+        if config_file is not None:
+            argv += ["--config-file", str(config_file.resolve())]
+        env = {
+            "RESTATE_INGRESS__BIND_ADDRESS": f"{LOOPBACK}:{ports.ingress}",
+            "RESTATE_ADMIN__BIND_ADDRESS": f"{LOOPBACK}:{ports.admin}",
+            "RESTATE_BIND_ADDRESS": f"{LOOPBACK}:{ports.node}",
+            "RESTATE_BASE_DIR": str(self.data_dir),
+            # The data lives under base-dir/<node-name>; the default name is the hostname,
+            # which would orphan the data when the machine is renamed.
+            "RESTATE_NODE_NAME": node_name,
+            "RESTATE_LOG_DISABLE_ANSI_CODES": "true",
+            "RESTATE_DISABLE_TELEMETRY": "true",
+            **(extra_env or {}),
+        }
+        super().__init__(
+            "restate-server",
+            argv,
+            env=env,
+            # Restate also listens on unix sockets under base-dir, addressed relative to its
+            # working directory; running inside the data dir keeps those paths under the
+            # 108-byte socket limit however deep the data dir is.
+            cwd=self.data_dir,
+            log_path=log_path or self.data_dir.parent / "restate-server.log",
+            stop_signal=signal.SIGTERM,
+            ports=ports.named(),
+        )
+
+    @property
+    def ingress_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.restate_ports.ingress}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.restate_ports.admin}"
+
+    def is_ready(self) -> bool:
+        return restate_ready(self.admin_url, self.ingress_url)
+
+
+def restate_ready(admin_url: str, ingress_url: str) -> bool:
+    """Whether a Restate node serves calls and queries, not merely answers /health."""
+    # /health answers before the partitions have leaders; until they do, ingress calls
+    # stall and SQL fails with "node lookup for partition N failed". A query that
+    # touches every partition is the honest readiness signal.
+    if not (http_ok(f"{admin_url}/health") and http_ok(f"{ingress_url}/restate/health")):
+        return False
+    try:
+        response = httpx.post(
+            f"{admin_url}/query",
+            json={"query": "SELECT count(*) FROM sys_invocation"},
+            headers={"accept": "application/json"},
+            timeout=5.0,
+        )
+    except httpx.HTTPError:
+        return False
+    return response.status_code == 200
+
+
+class HypercornApp(ManagedProcess):
+    """An ASGI app (`module:attr`) under hypercorn in a single process (`-w 0`)."""
+
+    def __init__(
+        self,
+        app: str,
+        port: int,
+        env: Mapping[str, str] | None = None,
+        *,
+        name: str | None = None,
+        log_path: Path | None = None,
+        bind_host: str = LOOPBACK,
+        health_path: str = "/health",
+        ready: Callable[[HypercornApp], bool] | None = None,
+    ) -> None:
+        self.app = app
+        self.port = port
+        self.health_path = health_path
+        self._ready = ready
+        argv = [sys.executable, "-m", "hypercorn", app, "--bind", f"{bind_host}:{port}", "-w", "0"]
+        label = name or app.split(":", 1)[0]
+        super().__init__(
+            label,
+            argv,
+            env={"PYTHONUNBUFFERED": "1", **(env or {})},
+            log_path=log_path or Path(".stack") / "logs" / f"{label}.log",
+            stop_signal=signal.SIGINT,
+            ports={label: port},
+        )
+        self.bind_host = bind_host
+        self.port_host = bind_host
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def is_ready(self) -> bool:
+        if self._ready is not None:
+            return self._ready(self)
+        return http_answers(f"{self.url}{self.health_path}")
