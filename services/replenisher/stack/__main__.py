@@ -1,0 +1,94 @@
+"""`python -m replenisher.stack up|down|status`: the local stack from a shell (and `make`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from replenisher.stack.install import RestateInstallError
+from replenisher.stack.local import ONE_DAY_SECONDS, Stack, StackConfig, StackError
+from replenisher.stack.ports import PortInUseError, RestatePorts
+from replenisher.stack.processes import ProcessFailedError
+
+DEFAULT_CONFIG_FILE = Path("restate.toml")
+
+
+def _parser() -> argparse.ArgumentParser:
+    defaults = StackConfig()
+    parser = argparse.ArgumentParser(prog="python -m replenisher.stack", description=__doc__)
+    parser.add_argument("command", choices=["up", "down", "status"])
+    parser.add_argument("--state-dir", type=Path, default=defaults.state_dir, help="data, logs, pids")
+    parser.add_argument("--ingress-port", type=int, default=defaults.restate.ingress)
+    parser.add_argument("--admin-port", type=int, default=defaults.restate.admin)
+    parser.add_argument("--node-port", type=int, default=defaults.restate.node)
+    parser.add_argument("--service-port", type=int, default=defaults.service_port)
+    parser.add_argument("--world-port", type=int, default=defaults.world_port)
+    parser.add_argument(
+        "--day-seconds",
+        type=float,
+        default=float(os.environ.get("REPLENISHER_DAY_SECONDS", ONE_DAY_SECONDS)),
+        help="length of one business day in seconds (default: $REPLENISHER_DAY_SECONDS or a real day)",
+    )
+    parser.add_argument("--catalogue", default=os.environ.get("WORLD_CATALOGUE"), help="world catalogue")
+    parser.add_argument("--service-app", default=defaults.service_app, help="ASGI app, module:attr")
+    parser.add_argument("--world-app", default=defaults.world_app, help="ASGI app, module:attr")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None,
+        help="restate-server config file (default: ./restate.toml if present)",
+    )
+    return parser
+
+
+def _config(args: argparse.Namespace) -> StackConfig:
+    return StackConfig(
+        state_dir=args.state_dir,
+        restate=RestatePorts(ingress=args.ingress_port, admin=args.admin_port, node=args.node_port),
+        service_port=args.service_port,
+        world_port=args.world_port,
+        day_seconds=args.day_seconds,
+        catalogue=args.catalogue,
+        config_file=args.config,
+        service_app=args.service_app,
+        world_app=args.world_app,
+    )
+
+
+def _print_status(stack: Stack) -> int:
+    statuses = stack.status()
+    if not statuses:
+        print(f"stack is down (no {stack.state_file})")
+        return 1
+    for s in statuses:
+        state = "running" if s.running else "DEAD"
+        print(f"{s.name:<15} {state:<8} pid {s.pid:<8} {s.url:<28} log {s.log}")
+    return 0 if all(s.running for s in statuses) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    stack = Stack(_config(args))
+    try:
+        if args.command == "up":
+            stack.up()
+            cfg = stack.config
+            _print_status(stack)
+            print(f"\ningress  {cfg.ingress_url}   e.g. curl {cfg.ingress_url}/SkuAgent/SKU-123/status")
+            print(f"admin    {cfg.admin_url}   restate CLI: RESTATE_ADMIN_URL={cfg.admin_url} restate ...")
+            print(f"data     {cfg.data_dir}   (kept by `down`)")
+            return 0
+        if args.command == "down":
+            stopped = stack.down()
+            print("stopped: " + (", ".join(s.name for s in stopped) if stopped else "nothing was running"))
+            return 0
+        return _print_status(stack)
+    except (StackError, PortInUseError, ProcessFailedError, RestateInstallError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,225 @@
+"""The whole local stack: restate-server, the simulated world and the replenisher service.
+
+`up()` starts the three processes detached and records them in `<state-dir>/stack.json`,
+so `down()` from another process (another `make` run) can stop them. Restate's data dir
+survives `down()`, so the next `up()` resumes every in-flight replenishment where it was.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from replenisher.stack.admin import register_deployment
+from replenisher.stack.ports import LOOPBACK, RestatePorts, ensure_ports_free
+from replenisher.stack.processes import (
+    HypercornApp,
+    ManagedProcess,
+    RestateServer,
+    pid_runs,
+    terminate_pid,
+)
+
+STATE_FILE = "stack.json"
+SERVICE_APP = "replenisher.durable.app:app"
+WORLD_APP = "simulated_world.app:app"
+ONE_DAY_SECONDS = 86_400.0
+
+
+class StackError(RuntimeError):
+    """The stack cannot be brought up or down as asked."""
+
+
+def format_seconds(seconds: float) -> str:
+    """Env-friendly number: `86400`, `0.25` (not `86400.0`)."""
+    return f"{seconds:g}"
+
+
+class StackConfig(BaseModel):
+    """Where the stack listens, keeps its state, and which apps it serves."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state_dir: Path = Path(".stack")
+    restate: RestatePorts = RestatePorts()
+    service_port: int = 9080
+    world_port: int = 9100
+    day_seconds: float = ONE_DAY_SECONDS
+    catalogue: str | None = None
+    service_app: str = SERVICE_APP
+    world_app: str = WORLD_APP
+    config_file: Path | None = None
+    # Passed through to the respective process on top of the inherited environment.
+    service_env: dict[str, str] = Field(default_factory=dict)
+    world_env: dict[str, str] = Field(default_factory=dict)
+    restate_env: dict[str, str] = Field(default_factory=dict)
+    ready_timeout: float = 60.0
+
+    @property
+    def data_dir(self) -> Path:
+        return self.state_dir / "restate-data"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def ingress_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.restate.ingress}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.restate.admin}"
+
+    @property
+    def world_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.world_port}"
+
+    @property
+    def service_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.service_port}"
+
+    def all_ports(self) -> dict[str, int]:
+        return {**self.restate.named(), "replenisher service": self.service_port, "world": self.world_port}
+
+
+class ProcessRecord(BaseModel):
+    name: str
+    pid: int
+    executable: str
+    stop_signal: int
+    log: Path
+    url: str
+
+
+class StackState(BaseModel):
+    """What `up()` leaves behind for `down()` and `status()` in other processes."""
+
+    config: StackConfig
+    processes: list[ProcessRecord] = Field(default_factory=list)
+
+
+class ProcessStatus(BaseModel):
+    name: str
+    pid: int
+    running: bool
+    url: str
+    log: Path
+
+
+class Stack:
+    def __init__(self, config: StackConfig | None = None) -> None:
+        cfg = config or StackConfig()
+        # Absolute paths: processes run in other working directories and `down()` may run
+        # from elsewhere.
+        self.config = cfg.model_copy(
+            update={
+                "state_dir": cfg.state_dir.resolve(),
+                "config_file": cfg.config_file.resolve() if cfg.config_file else None,
+            }
+        )
+
+    @property
+    def state_file(self) -> Path:
+        return self.config.state_dir / STATE_FILE
+
+    def _read_state(self) -> StackState | None:
+        try:
+            return StackState.model_validate_json(self.state_file.read_text())
+        except FileNotFoundError:
+            return None
+
+    def _write_state(self, state: StackState) -> None:
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(state.model_dump_json(indent=2))
+        os.replace(tmp, self.state_file)
+
+    def _processes(self) -> list[tuple[ManagedProcess, str]]:
+        cfg = self.config
+        day = format_seconds(cfg.day_seconds)
+        restate = RestateServer(
+            cfg.restate,
+            cfg.data_dir,
+            cfg.restate_env,
+            log_path=cfg.log_dir / "restate-server.log",
+            config_file=cfg.config_file,
+        )
+        world_env = {"WORLD_INGRESS_URL": cfg.ingress_url, "WORLD_DAY_SECONDS": day, **cfg.world_env}
+        if cfg.catalogue is not None:
+            world_env["WORLD_CATALOGUE"] = cfg.catalogue
+        world = HypercornApp(cfg.world_app, cfg.world_port, world_env, name="world", log_path=cfg.log_dir / "world.log")
+        service_env = {"REPLENISHER_WORLD_URL": cfg.world_url, "REPLENISHER_DAY_SECONDS": day, **cfg.service_env}
+        service = HypercornApp(
+            cfg.service_app,
+            cfg.service_port,
+            service_env,
+            name="replenisher",
+            log_path=cfg.log_dir / "replenisher.log",
+        )
+        return [(restate, cfg.admin_url), (world, cfg.world_url), (service, cfg.service_url)]
+
+    def status(self) -> list[ProcessStatus]:
+        state = self._read_state()
+        if state is None:
+            return []
+        return [
+            ProcessStatus(name=p.name, pid=p.pid, running=pid_runs(p.pid, p.executable), url=p.url, log=p.log)
+            for p in state.processes
+        ]
+
+    def is_up(self) -> bool:
+        return any(p.running for p in self.status())
+
+    def up(self) -> StackState:
+        """Start everything, register the service, and record the PIDs. All or nothing."""
+        running = [p for p in self.status() if p.running]
+        if running:
+            listing = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
+            raise StackError(f"the stack in {self.config.state_dir} is already running: {listing}")
+        ensure_ports_free(self.config.all_ports())
+        state = StackState(config=self.config)
+        started: list[ManagedProcess] = []
+        try:
+            for process, url in self._processes():
+                process.start()
+                started.append(process)
+                assert process.pid is not None
+                state.processes.append(
+                    ProcessRecord(
+                        name=process.name,
+                        pid=process.pid,
+                        executable=process.argv[0],
+                        stop_signal=int(process.stop_signal),
+                        log=process.log_path,
+                        url=url,
+                    )
+                )
+                # Recorded before waiting, so an interrupted `up()` can still be brought down.
+                self._write_state(state)
+                process.wait_ready(self.config.ready_timeout)
+            register_deployment(self.config.admin_url, self.config.service_url, force=True)
+        except BaseException:
+            for process in reversed(started):
+                process.stop()
+            self.state_file.unlink(missing_ok=True)
+            raise
+        return state
+
+    def down(self) -> list[ProcessStatus]:
+        """Stop every recorded process (newest first), leaving Restate's data in place."""
+        before = self.status()
+        state = self._read_state()
+        if state is None:
+            return []
+        for record in reversed(state.processes):
+            if pid_runs(record.pid, record.executable):
+                terminate_pid(record.pid, signal.Signals(record.stop_signal))
+        still = [p.name for p in self.status() if p.running]
+        if still:
+            raise StackError(f"could not stop: {', '.join(still)}")
+        self.state_file.unlink(missing_ok=True)
+        return before
