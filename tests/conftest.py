@@ -1,0 +1,159 @@
+"""Session fixtures that own the real processes of the end-to-end tests.
+
+One Restate runtime, one simulated world and one replenisher service per test session,
+each on free ports. Tests may crash and restart them (`kill()` / `restart()`); a test that
+leaves one down gets it restarted afterwards, so the next test starts from a live stack.
+Everything is stopped at the end of the session, whatever happened.
+
+Runtime: the pinned restate-server binary (installed by `ensure_restate`) unless
+`REPLENISHER_TEST_RUNTIME=docker`, which runs the official image with testcontainers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from replenisher.stack.admin import Admin
+from replenisher.stack.install import RestateInstallError
+from replenisher.stack.local import SERVICE_APP, WORLD_APP
+from replenisher.stack.ports import free_port
+from replenisher.stack.processes import HypercornApp
+from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
+from support import (
+    ARTIFACTS_DIR,
+    REPO_ROOT,
+    RESTATE_TEST_ENV,
+    RegisteredService,
+    service_env,
+    world_env,
+)
+
+RUNTIME_ENV = "REPLENISHER_TEST_RUNTIME"
+# Logs of the session's processes, kept after the run for CI to upload (git-ignored).
+LOG_DIR = ARTIFACTS_DIR / "logs"
+_HTTP_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+
+# Log tails of these are attached to the report of any failing test that used them.
+_session_logs: dict[str, Callable[[], str]] = {}
+
+
+@pytest.fixture(scope="session")
+def log_dir() -> Path:
+    shutil.rmtree(LOG_DIR, ignore_errors=True)
+    LOG_DIR.mkdir(parents=True)
+    return LOG_DIR
+
+
+@pytest.fixture(scope="session")
+def restate_runtime(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> Iterator[RestateRuntime]:
+    kind = os.environ.get(RUNTIME_ENV, "binary")
+    try:
+        runtime = make_runtime(
+            kind,
+            tmp_path_factory.mktemp("restate") / "data",
+            RESTATE_TEST_ENV,
+            log_path=log_dir / "restate-server.log",
+            config_file=REPO_ROOT / "restate.toml",
+        )
+        runtime.start()
+    except (RuntimeUnavailableError, RestateInstallError) as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        runtime.wait_ready()
+        if hasattr(runtime, "log_tail"):
+            _session_logs["restate_runtime"] = runtime.log_tail
+        yield runtime
+    finally:
+        _session_logs.pop("restate_runtime", None)
+        runtime.stop()
+
+
+@pytest.fixture(scope="session")
+def world(restate_runtime: RestateRuntime, log_dir: Path) -> Iterator[HypercornApp]:
+    app = HypercornApp(
+        WORLD_APP,
+        free_port(),
+        world_env(restate_runtime.ingress_url),
+        name="world",
+        log_path=log_dir / "world.log",
+    )
+    try:
+        app.start()
+        _session_logs["world"] = app.log_tail
+        app.wait_ready()
+        yield app
+    finally:
+        _session_logs.pop("world", None)
+        app.stop()
+
+
+@pytest.fixture(scope="session")
+def service(restate_runtime: RestateRuntime, world: HypercornApp, log_dir: Path) -> Iterator[RegisteredService]:
+    app = HypercornApp(
+        SERVICE_APP,
+        free_port(restate_runtime.service_bind_host),
+        service_env(world.url),
+        name="replenisher",
+        log_path=log_dir / "replenisher.log",
+        bind_host=restate_runtime.service_bind_host,
+    )
+    registered = RegisteredService(restate_runtime, app)
+    try:
+        _session_logs["service"] = registered.log_tail
+        registered.start()
+        yield registered
+    finally:
+        _session_logs.pop("service", None)
+        registered.stop()
+
+
+@pytest.fixture(scope="session")
+def admin(restate_runtime: RestateRuntime) -> Admin:
+    return Admin(restate_runtime.admin_url)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def ingress(restate_runtime: RestateRuntime) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=restate_runtime.ingress_url, timeout=_HTTP_TIMEOUT) as client:
+        yield client
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def world_client(world: HypercornApp) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=world.url, timeout=_HTTP_TIMEOUT) as client:
+        yield client
+
+
+@pytest.fixture(autouse=True)
+def _revive_crashed_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that crashed a process and failed before restarting it must not sink the rest."""
+    yield
+    for name in ("restate_runtime", "world", "service"):
+        if name not in request.fixturenames:
+            continue
+        process: Any = request.getfixturevalue(name)
+        if not process.running and getattr(process, "supports_crash", True):
+            process.restart()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed:
+        used = getattr(item, "fixturenames", ())
+        for name, tail in list(_session_logs.items()):
+            if name in used:
+                with contextlib.suppress(OSError):
+                    report.sections.append((f"{name} log (last lines)", tail()))
+    return report

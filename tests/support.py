@@ -1,0 +1,144 @@
+"""Helpers the end-to-end tests import: time in test days, polling, the service under test."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from replenisher.stack.admin import find_deployment, register_deployment
+from replenisher.stack.processes import DEFAULT_READY_TIMEOUT, HypercornApp
+from replenisher.stack.runtime import RestateRuntime
+
+T = TypeVar("T")
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent
+ARTIFACTS_DIR = TESTS_DIR / "artifacts"
+
+# One business day in the tests. Short enough that a multi-day wait takes a second or
+# two, long enough that two processes on a 2-core machine can tell days apart.
+TEST_DAY_SECONDS = float(os.environ.get("REPLENISHER_TEST_DAY_SECONDS", "0.25"))
+CHECK_INTERVAL_DAYS = 1
+
+# Restate settings for the test runtime, on top of restate.toml.
+RESTATE_TEST_ENV: dict[str, str] = {
+    # Production waits last days, so invocations always suspend and later resume by replay.
+    # Test days are a fraction of a second; a short inactivity timeout makes multi-day waits
+    # suspend here too, so every e2e run exercises suspend-and-replay.
+    "RESTATE_WORKER__INVOKER__INACTIVITY_TIMEOUT": "2s",
+    # After a service is killed, Restate retries its invocations with exponential backoff
+    # capped at this interval (default 1 min); capped low so recovery fits in a test.
+    "RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL": "2s",
+}
+
+
+def days(n: float) -> float:
+    """Seconds of wall-clock time for `n` business days in the tests."""
+    return n * TEST_DAY_SECONDS
+
+
+async def eventually(
+    predicate: Callable[[], T | Awaitable[T]],
+    timeout: float = 15.0,  # noqa: ASYNC109 - a deadline on polling, not on one awaited call
+    interval: float = 0.1,
+    what: str | None = None,
+) -> T:
+    """Poll `predicate` until it returns something truthy, and return that.
+
+    The predicate may be sync or async; raising (e.g. a failed `assert` or a 404) counts as
+    "not yet". After `timeout` seconds, fail with the last result or error, so the test
+    output says what the world looked like when we gave up.
+    """
+    description = what or getattr(predicate, "__name__", repr(predicate))
+    deadline = time.monotonic() + timeout
+    last_result: object = None
+    last_error: BaseException | None = None
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            result = predicate()
+            if inspect.isawaitable(result):
+                result = await result
+            if result:
+                return result  # type: ignore[return-value]
+            last_result, last_error = result, None
+        except Exception as exc:
+            last_error = exc
+        if time.monotonic() >= deadline:
+            detail = (
+                f"last error: {type(last_error).__name__}: {last_error}"
+                if last_error
+                else f"last result: {last_result!r}"
+            )
+            raise AssertionError(
+                f"{description} did not hold within {timeout:g}s ({attempts} attempts); {detail}"
+            ) from last_error
+        await asyncio.sleep(interval)
+
+
+class RegisteredService:
+    """An ASGI app under hypercorn, registered as a deployment with the runtime.
+
+    `kill()` is a crash (SIGKILL). `restart()` brings it back on the same port with the
+    same code: Restate still has the deployment and reconnects by itself, so it only
+    re-registers if the deployment has gone (it has not, in practice).
+    """
+
+    def __init__(self, runtime: RestateRuntime, app: HypercornApp) -> None:
+        self.runtime = runtime
+        self.process = app
+        self.deployment_id: str | None = None
+
+    @property
+    def url(self) -> str:
+        return self.process.url
+
+    @property
+    def port(self) -> int:
+        return self.process.port
+
+    @property
+    def deployment_uri(self) -> str:
+        return self.runtime.deployment_uri(self.process.port)
+
+    @property
+    def running(self) -> bool:
+        return self.process.running
+
+    def start(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
+        self.process.start()
+        self.process.wait_ready(timeout)
+        self.deployment_id = register_deployment(self.runtime.admin_url, self.deployment_uri).id
+
+    def kill(self) -> None:
+        self.process.kill()
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def restart(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
+        self.process.restart(timeout)
+        if find_deployment(self.runtime.admin_url, self.deployment_uri) is None:
+            self.deployment_id = register_deployment(self.runtime.admin_url, self.deployment_uri, force=False).id
+
+    def log_tail(self, lines: int = 40) -> str:
+        return self.process.log_tail(lines)
+
+
+def service_env(world_url: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {
+        "REPLENISHER_WORLD_URL": world_url,
+        "REPLENISHER_DAY_SECONDS": f"{TEST_DAY_SECONDS:g}",
+        "REPLENISHER_CHECK_INTERVAL_DAYS": str(CHECK_INTERVAL_DAYS),
+        **(extra or {}),
+    }
+
+
+def world_env(ingress_url: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {"WORLD_INGRESS_URL": ingress_url, "WORLD_DAY_SECONDS": f"{TEST_DAY_SECONDS:g}", **(extra or {})}

@@ -1,0 +1,335 @@
+"""The local stack's own tests: real restate-server and hypercorn processes, crashed and restarted.
+
+They use a throwaway app (`stack_fixture_app`) rather than the replenisher, so they test
+the plumbing alone: install, ports, readiness, registration, crash and restart, up/down.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from replenisher.stack import install
+from replenisher.stack.admin import Admin, find_deployment, list_deployments, register_deployment, sql
+from replenisher.stack.install import RESTATE_VERSION, RestateInstallError, ensure_restate
+from replenisher.stack.local import Stack, StackConfig
+from replenisher.stack.ports import LOOPBACK, PortInUseError, RestatePorts, free_port, is_listening
+from replenisher.stack.processes import HypercornApp, ProcessFailedError, RestateServer, pid_alive
+from support import REPO_ROOT, TESTS_DIR, RegisteredService, eventually
+
+FIXTURE_ENV = {"PYTHONPATH": str(TESTS_DIR)}
+FIXTURE_APP = "stack_fixture_app:app"
+FIXTURE_WORLD = "stack_fixture_app:env_app"
+
+
+def _call(ingress_url: str, path: str, body: object, key: str | None = None) -> httpx.Response:
+    headers = {"idempotency-key": key} if key else {}
+    return httpx.post(f"{ingress_url}/{path}", json=body, headers=headers, timeout=30.0)
+
+
+@pytest.fixture
+def restate(tmp_path: Path) -> Iterator[RestateServer]:
+    server = RestateServer(
+        RestatePorts.free(),
+        tmp_path / "restate-data",
+        log_path=tmp_path / "restate-server.log",
+        config_file=REPO_ROOT / "restate.toml",
+    )
+    try:
+        server.start()
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fixture_app(tmp_path: Path) -> Iterator[HypercornApp]:
+    app = HypercornApp(FIXTURE_APP, free_port(), FIXTURE_ENV, name="fixture-app", log_path=tmp_path / "app.log")
+    try:
+        app.start()
+        app.wait_ready()
+        yield app
+    finally:
+        app.stop()
+
+
+# --- install ------------------------------------------------------------------------------
+
+
+def test_ensure_restate_gives_the_pinned_binaries_for_this_platform() -> None:
+    bins = ensure_restate()
+    assert install.platform_suffix() in str(bins.server)
+    for binary in (bins.server, bins.cli):
+        assert os.access(binary, os.X_OK), binary
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=True)
+        assert RESTATE_VERSION in out.stdout
+
+
+def test_ensure_restate_without_npm_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(install.RESTATE_DIR_ENV, str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(RestateInstallError, match="npm was not found"):
+        ensure_restate()
+
+
+def test_the_install_module_prints_the_paths() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "replenisher.stack.install"], capture_output=True, text=True, check=True
+    )
+    assert "restate-server" in out.stdout and str(ensure_restate().cli) in out.stdout
+
+
+# --- restate-server -----------------------------------------------------------------------
+
+
+def test_restate_server_serves_health_and_sql_on_free_ports(restate: RestateServer) -> None:
+    assert httpx.get(f"{restate.admin_url}/health").status_code == 200
+    assert sql(restate.admin_url, "SELECT count(*) AS n FROM sys_invocation") == [{"n": 0}]
+    assert (restate.data_dir / "replenisher").is_dir(), "data goes under <base-dir>/<node-name>"
+
+
+def test_registration_and_an_ingress_call_survive_a_server_crash(
+    restate: RestateServer, fixture_app: HypercornApp
+) -> None:
+    deployment = register_deployment(restate.admin_url, fixture_app.url)
+    assert set(deployment.services) == {"StackEcho", "StackTally"}
+    first = _call(restate.ingress_url, "StackEcho/greet", "ada", key="greet-ada")
+    assert first.status_code == 200, first.text
+    assert _call(restate.ingress_url, "StackTally/shelf-1/add", 2).json() == 2
+
+    restate.kill()
+    assert restate.returncode == -9
+    assert not is_listening(restate.restate_ports.ingress)
+    restate.restart()
+
+    assert [d.id for d in list_deployments(restate.admin_url)] == [deployment.id]
+    # Same idempotency key: Restate answers from its stored result, the handler does not run again.
+    again = _call(restate.ingress_url, "StackEcho/greet", "ada", key="greet-ada")
+    assert again.json() == first.json()
+    assert _call(restate.ingress_url, "StackTally/shelf-1/add", 3).json() == 5
+
+
+def test_re_registering_the_same_code_keeps_the_deployment(restate: RestateServer, fixture_app: HypercornApp) -> None:
+    first = register_deployment(restate.admin_url, fixture_app.url)
+    assert register_deployment(restate.admin_url, fixture_app.url).id == first.id
+    assert register_deployment(restate.admin_url, fixture_app.url, force=False).id == first.id
+    assert find_deployment(restate.admin_url, fixture_app.url) == first.model_copy(
+        update={"uri": f"{fixture_app.url}/"}
+    )
+
+
+def test_restate_server_refuses_a_taken_port_by_name(tmp_path: Path) -> None:
+    with socket.socket() as squatter:
+        squatter.bind((LOOPBACK, 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        server = RestateServer(RestatePorts(ingress=free_port(), admin=taken, node=free_port()), tmp_path / "data")
+        with pytest.raises(PortInUseError, match=f"restate admin port {taken}"):
+            server.start()
+    assert server.pid is None
+
+
+# --- hypercorn ----------------------------------------------------------------------------
+
+
+def test_hypercorn_app_stops_gracefully_and_comes_back_on_its_port_after_a_crash(
+    fixture_app: HypercornApp,
+) -> None:
+    health = f"{fixture_app.url}/health"
+    assert httpx.get(health).status_code == 200
+    first_pid = fixture_app.pid
+
+    fixture_app.kill()
+    assert fixture_app.returncode == -9
+    assert not is_listening(fixture_app.port)
+
+    fixture_app.restart()
+    assert fixture_app.pid != first_pid
+    assert httpx.get(health).status_code == 200
+
+    fixture_app.stop()
+    # SIGINT is hypercorn's clean shutdown; the SDK has taken over SIGTERM.
+    assert fixture_app.returncode == 0
+    assert "starting fixture-app" in fixture_app.log_path.read_text()
+
+
+async def test_a_call_made_while_the_service_is_down_completes_after_it_restarts(
+    restate: RestateServer, fixture_app: HypercornApp
+) -> None:
+    register_deployment(restate.admin_url, fixture_app.url)
+    assert _call(restate.ingress_url, "StackTally/shelf-2/add", 1).json() == 1
+    fixture_app.kill()
+
+    sent = _call(restate.ingress_url, "StackTally/shelf-2/add/send", 10)
+    assert sent.status_code == 202, sent.text
+    invocation = sent.json()["invocationId"]
+
+    # Same port, same code: no re-registration, Restate's retry reaches the new process.
+    fixture_app.restart()
+
+    def completed() -> bool:
+        rows = sql(restate.admin_url, f"SELECT status FROM sys_invocation WHERE id = '{invocation}'")
+        return rows == [{"status": "completed"}]
+
+    await eventually(completed, timeout=30, what=f"invocation {invocation} completed")
+    assert _call(restate.ingress_url, "StackTally/shelf-2/add", 0).json() == 11
+
+
+# --- the whole stack ----------------------------------------------------------------------
+
+
+def _stack_config(state_dir: Path) -> StackConfig:
+    return StackConfig(
+        state_dir=state_dir,
+        restate=RestatePorts.free(),
+        service_port=free_port(),
+        world_port=free_port(),
+        day_seconds=0.5,
+        catalogue="tiny",
+        service_app=FIXTURE_APP,
+        world_app=FIXTURE_WORLD,
+        config_file=REPO_ROOT / "restate.toml",
+        service_env=FIXTURE_ENV,
+        world_env=FIXTURE_ENV,
+    )
+
+
+def _stack_cli(config: StackConfig, command: str) -> subprocess.CompletedProcess[str]:
+    args = [
+        sys.executable,
+        "-m",
+        "replenisher.stack",
+        command,
+        f"--state-dir={config.state_dir}",
+        f"--ingress-port={config.restate.ingress}",
+        f"--admin-port={config.restate.admin}",
+        f"--node-port={config.restate.node}",
+        f"--service-port={config.service_port}",
+        f"--world-port={config.world_port}",
+        f"--day-seconds={config.day_seconds}",
+        f"--catalogue={config.catalogue}",
+        f"--service-app={config.service_app}",
+        f"--world-app={config.world_app}",
+    ]
+    env = {**os.environ, **FIXTURE_ENV}
+    return subprocess.run(args, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=120)
+
+
+@pytest.fixture
+def stack_config(tmp_path: Path) -> Iterator[StackConfig]:
+    config = _stack_config(tmp_path / ".stack")
+    try:
+        yield config
+    finally:
+        Stack(config).down()  # whatever a failed test left running
+
+
+def test_stack_up_in_one_process_and_down_from_another_keeps_restate_data(stack_config: StackConfig) -> None:
+    up = _stack_cli(stack_config, "up")
+    assert up.returncode == 0, up.stderr
+    stack = Stack(stack_config)
+    statuses = stack.status()
+    assert [s.name for s in statuses] == ["restate-server", "world", "replenisher"]
+    assert all(s.running for s in statuses), statuses
+
+    # The processes outlive the `up` command and got the stack's wiring in their env.
+    ingress = stack.config.ingress_url
+    greeting = _call(ingress, "StackEcho/greet", "bo", key="greet-bo").json()
+    assert _call(ingress, "StackEcho/env", "REPLENISHER_WORLD_URL").json() == stack.config.world_url
+    assert _call(ingress, "StackEcho/env", "REPLENISHER_DAY_SECONDS").json() == "0.5"
+    assert httpx.get(f"{stack.config.world_url}/env").json() == {
+        "WORLD_INGRESS_URL": ingress,
+        "WORLD_DAY_SECONDS": "0.5",
+        "WORLD_CATALOGUE": "tiny",
+    }
+    assert _call(ingress, "StackTally/bin-7/add", 4).json() == 4
+
+    again = _stack_cli(stack_config, "up")
+    assert again.returncode == 1 and "already running" in again.stderr, again
+
+    down = _stack_cli(stack_config, "down")
+    assert down.returncode == 0, down.stderr
+    assert not any(pid_alive(s.pid) for s in statuses)
+    assert not stack.state_file.exists()
+    assert (stack_config.state_dir / "restate-data" / "replenisher").is_dir()
+    assert _stack_cli(stack_config, "status").returncode == 1
+
+    # Up again: same Restate data, so the stored result and the object's state are back.
+    Stack(stack_config).up()
+    assert _call(ingress, "StackEcho/greet", "bo", key="greet-bo").json() == greeting
+    assert _call(ingress, "StackTally/bin-7/add", 1).json() == 5
+    stopped = Stack(stack_config).down()
+    assert not any(pid_alive(s.pid) for s in stopped)
+
+
+def test_stack_up_names_the_taken_port_and_starts_nothing(stack_config: StackConfig) -> None:
+    with socket.socket() as squatter:
+        squatter.bind((LOOPBACK, stack_config.world_port))
+        squatter.listen()
+        with pytest.raises(PortInUseError, match=f"world port {stack_config.world_port}"):
+            Stack(stack_config).up()
+    assert Stack(stack_config).status() == []
+    assert not is_listening(stack_config.restate.admin)
+
+
+def test_stack_up_fails_cleanly_when_a_process_cannot_start(stack_config: StackConfig) -> None:
+    broken = stack_config.model_copy(update={"service_app": "no_such_module:app", "ready_timeout": 20.0})
+    with pytest.raises(ProcessFailedError, match="replenisher exited"):
+        Stack(broken).up()
+    assert Stack(broken).status() == []
+    assert not is_listening(broken.restate.admin)
+    assert not is_listening(broken.world_port)
+
+
+def test_stack_down_when_nothing_runs_is_fine(stack_config: StackConfig) -> None:
+    assert Stack(stack_config).down() == []
+
+
+# --- the session fixtures the end-to-end tests use ---------------------------------------
+
+
+@pytest.mark.e2e
+async def test_session_fixtures_wire_runtime_world_and_service_together(
+    service: RegisteredService, ingress: httpx.AsyncClient, world_client: httpx.AsyncClient, admin: Admin
+) -> None:
+    deployments = admin.deployments()
+    assert [d.id for d in deployments] == [service.deployment_id]
+    assert {"SkuAgent", "Replenish"} <= set(deployments[0].services)
+    assert (await world_client.get("/health")).status_code == 200
+    assert (await ingress.get("/restate/health")).status_code == 200
+    assert await admin.asql("SELECT count(*) AS n FROM sys_deployment") == [{"n": 1}]
+
+    service.kill()
+    service.restart()
+    assert [d.id for d in admin.deployments()] == [service.deployment_id], "restart needs no re-registration"
+
+
+# --- eventually ---------------------------------------------------------------------------
+
+
+async def test_eventually_returns_the_first_truthy_result() -> None:
+    answers = iter([None, AssertionError("not yet"), 0, "ready"])
+
+    def poll() -> object:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert await eventually(poll, timeout=5, interval=0.01) == "ready"
+
+
+async def test_eventually_gives_up_saying_what_it_last_saw() -> None:
+    async def never() -> list[str]:
+        return []
+
+    with pytest.raises(AssertionError, match=r"the order arrived did not hold within 0.2s .*last result: \[\]"):
+        await eventually(never, timeout=0.2, interval=0.05, what="the order arrived")
