@@ -119,7 +119,11 @@ class Messenger:
             message.attempts += 1
             try:
                 response = await self._client.post(url, json=body, headers={"idempotency-key": message.idempotency_key})
-            except httpx.HTTPError as exc:
+            except Exception as exc:
+                # Anything short of an answer is retried: a dead sender would strand every later
+                # message for this SKU, which is worse than retrying a fault that will not heal.
+                if not isinstance(exc, httpx.HTTPError):
+                    log.exception("push %s failed unexpectedly", message.idempotency_key)
                 message.reason = f"{type(exc).__name__}: {exc}"
             else:
                 if response.is_success:

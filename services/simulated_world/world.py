@@ -131,10 +131,11 @@ class SimulatedWorld:
             raise BadRequest("the Idempotency-Key header must be present and equal the PO number")
         order, created = supplier.take_order(po, self.clock.now(), self.clock.day_seconds)
         if created:
-            for shipment in order.shipments:
-                self._plan_shipment(supplier, order, shipment)
+            # Confirmation first: when both fall due at once, the supplier writes before it ships.
             for reply in order.replies:
                 self._plan_reply(supplier, order, reply)
+            for shipment in order.shipments:
+                self._plan_shipment(supplier, order, shipment)
         if self.faults.of(supplier.id).take_lost_answer():
             raise Unavailable(f"supplier {supplier.id} took the order but its answer was lost")
         return order.ack, created
