@@ -24,8 +24,14 @@ log = logging.getLogger(__name__)
 
 Payload = ApprovalDecision | SupplierReply | GoodsReceipt
 
-RETRYABLE_4XX = frozenset({408, 425, 429})
-"""Client errors that say "later", not "never"."""
+RETRYABLE_4XX = frozenset({404, 408, 425, 429})
+"""Client errors that say "later", not "never".
+
+Restate answers 404 while the SkuAgent service is not (yet, or again) registered; the world
+only writes about orders and approvals an agent started, so the service will be back and the
+message must wait for it rather than be lost. A wrong ingress URL shows up as messages that
+stay pending with this reason.
+"""
 
 
 class PushedMessage(BaseModel):

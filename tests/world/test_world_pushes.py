@@ -254,3 +254,22 @@ async def test_messages_wait_for_an_ingress_that_is_down(tmp_path: Path, names: 
         if ingress is not None:
             await ingress.close()
         assert await world.stop() == 0, world.log_text()
+
+
+async def test_an_unregistered_agent_service_is_waited_for_not_given_up_on(
+    world_admin: WorldAdmin, adapters: HttpWorld, fake_ingress: FakeIngress, names: Names
+) -> None:
+    fake_ingress.refuse[names.sku] = 404
+    await arrange(world_admin, names, reply_days=0.0, lead_days=50.0)
+    await adapters.suppliers.place_order(order_for(names))
+
+    async def retried() -> bool:
+        return len(fake_ingress.attempts(names.sku)) >= 2
+
+    await eventually(retried, what="the world to retry the push after a 404")
+    (message,) = await world_admin.messages(names.sku)
+    assert message["status"] == "pending" and "404" in message["reason"]
+
+    del fake_ingress.refuse[names.sku]
+    (reply,) = await deliveries(fake_ingress, names.sku, 1, "the reply once the service is registered")
+    assert reply.event == "supplier-reply"
