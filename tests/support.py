@@ -18,12 +18,12 @@ T = TypeVar("T")
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
-ARTIFACTS_DIR = TESTS_DIR / "artifacts"
 
 # One business day in the tests. Short enough that a multi-day wait takes a second or
 # two, long enough that two processes on a 2-core machine can tell days apart.
 TEST_DAY_SECONDS = float(os.environ.get("REPLENISHER_TEST_DAY_SECONDS", "0.25"))
 CHECK_INTERVAL_DAYS = 1
+APPROVAL_WAIT_DAYS = 40
 
 # Restate settings for the test runtime, on top of restate.toml.
 RESTATE_TEST_ENV: dict[str, str] = {
@@ -136,6 +136,12 @@ def service_env(world_url: str, extra: Mapping[str, str] | None = None) -> dict[
         "REPLENISHER_WORLD_URL": world_url,
         "REPLENISHER_DAY_SECONDS": f"{TEST_DAY_SECONDS:g}",
         "REPLENISHER_CHECK_INTERVAL_DAYS": str(CHECK_INTERVAL_DAYS),
+        # Retries of a failed step in milliseconds rather than seconds, still bounded.
+        "REPLENISHER_STEP_INITIAL_RETRY_MS": "100",
+        "REPLENISHER_STEP_MAX_RETRY_MS": "500",
+        "REPLENISHER_STEP_MAX_ATTEMPTS": "4",
+        # Long enough in test days that a crash and restart fit inside the approval wait.
+        "REPLENISHER_APPROVAL_WAIT_DAYS": str(APPROVAL_WAIT_DAYS),
         **(extra or {}),
     }
 

@@ -1,0 +1,122 @@
+"""The SKU's address: messages in order and once, early messages kept for the wait, none dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e.scenario import Scenario, ok
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_messages_before_the_wait_and_several_of_one_kind_are_each_consumed_once_in_order(
+    scenario: Scenario,
+) -> None:
+    # The world's own shipment is months away: the goods this run sees are the ones we send.
+    await scenario.setup(lead_days=300)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    po = request["po_number"]
+
+    # Goods receipts arrive before the run waits for goods, one of them twice with the same
+    # idempotency key (a retried HTTP call).
+    first = {"receipt_id": "r1", "po_number": po, "sku": scenario.sku, "quantity": 50}
+    second = {"receipt_id": "r2", "po_number": po, "sku": scenario.sku, "quantity": 45}
+    a = ok(await scenario.deliver("goods", first, key=f"{po}-r1"))
+    again = ok(await scenario.deliver("goods", first, key=f"{po}-r1"))
+    b = ok(await scenario.deliver("goods", second, key=f"{po}-r2"))
+    assert (a["seq"], again["seq"], b["seq"]) == (0, 0, 1)
+    assert a["run_id"] == run_id and not a["kept"]
+
+    # Two approvals: a forged one first (no token), then the manager's.
+    forged = {"po_number": po, "token": "forged", "approved": True, "up_to": 99.0, "by": "supplier@example.com"}
+    ok(await scenario.deliver("approval", forged))
+    genuine = {"po_number": po, "token": request["token"], "approved": True, "up_to": request["unit_price"]}
+    ok(await scenario.deliver("approval", genuine))
+
+    outcome = await scenario.outcome(run_id, within=40)
+    assert outcome["outcome"] == "received"
+    assert outcome["consumed"] == {"approval": 2, "supplier-reply": 1, "goods": 2}
+    view = await scenario.run_view(run_id)
+    state = view["state"]
+    assert state["receipts"] == ["r1", "r2"] and state["received_quantity"] == 95
+    assert state["approval"]["approved_up_to"] == request["unit_price"]
+    assert any("token" in e for e in state["security_events"])
+    assert (await scenario.status())["kept"] == []
+
+
+async def test_a_message_for_a_sku_with_no_active_run_is_kept_and_reported(scenario: Scenario) -> None:
+    await scenario.setup(on_hand=50, safety_stock=20)
+    checked = await scenario.check()
+    assert checked["started"] is None
+    reply = {"po_number": "PO-OLD-7", "supplier": scenario.supplier, "text": "Your order shipped."}
+    delivered = ok(await scenario.deliver("supplier-reply", reply))
+    assert delivered["kept"] is True and delivered["run_id"] is None
+    status = await scenario.status()
+    assert [(m["event"], m["payload"]["po_number"]) for m in status["kept"]] == [("supplier-reply", "PO-OLD-7")]
+    assert status["kept"][0]["reason"] == "no active replenishment"
+
+
+async def test_bad_input_gets_a_4xx_with_the_reason_and_changes_nothing(scenario: Scenario) -> None:
+    await scenario.setup(on_hand=50)
+    await scenario.check()
+    before = await scenario.status()
+    address = f"/SkuAgent/{scenario.sku}/deliver"
+
+    cases = [
+        ({"event": "invoice", "payload": {}}, "event"),
+        (
+            {"event": "goods", "payload": {"receipt_id": "r", "po_number": "p", "sku": scenario.sku, "quantity": -3}},
+            "quantity",
+        ),
+        (
+            {
+                "event": "goods",
+                "payload": {"receipt_id": "r", "po_number": "p", "sku": scenario.sku, "quantity": "many"},
+            },
+            "quantity",
+        ),
+        ({"event": "approval", "payload": {"po_number": "p", "token": "t", "approved": "perhaps"}}, "approved"),
+        (
+            {"event": "goods", "payload": {"receipt_id": "r", "po_number": "p", "sku": "SKU-OTHER", "quantity": 1}},
+            "SKU-OTHER",
+        ),
+        ({"payload": {}}, "event"),
+    ]
+    for body, reason in cases:
+        response = await scenario.ingress.post(address, json=body)
+        assert response.status_code == 400, (body, response.text)
+        assert reason in response.json()["message"], (body, response.text)
+    response = await scenario.ingress.post(address, content=b"{not json", headers={"content-type": "application/json"})
+    assert response.status_code == 400 and "JSON" in response.json()["message"]
+    response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/watch", json={"interval_days": -1})
+    assert response.status_code == 400 and "interval_days" in response.json()["message"]
+
+    assert await scenario.status() == before
+
+    unknown = f"SKU-NOPE-{scenario.sku[-6:]}"
+    response = await scenario.ingress.post(f"/SkuAgent/{unknown}/check")
+    assert response.status_code == 404 and "unknown SKU" in response.json()["message"]
+    goods = {"receipt_id": "r", "po_number": "p", "sku": unknown, "quantity": 1}
+    response = await scenario.ingress.post(f"/SkuAgent/{unknown}/deliver", json={"event": "goods", "payload": goods})
+    assert response.status_code == 404 and "unknown SKU" in response.json()["message"]
+    response = await scenario.ingress.get(f"/SkuAgent/{unknown}/status")
+    assert response.status_code == 404
+
+
+async def test_internal_handlers_are_not_reachable_from_ingress(scenario: Scenario) -> None:
+    await scenario.setup(on_hand=50)
+    await scenario.check()
+    before = await scenario.status()
+    fake = {
+        "run_id": f"replenish-{scenario.sku}-1",
+        "sku": scenario.sku,
+        "outcome": "received",
+        "started_at": 0,
+        "ended_at": 1,
+    }
+    response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/finish", json=fake)
+    assert 400 <= response.status_code < 500
+    response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/tick", json={"generation": 0})
+    assert 400 <= response.status_code < 500
+    assert await scenario.status() == before

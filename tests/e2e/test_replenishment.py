@@ -1,0 +1,137 @@
+"""Whole replenishments through the real stack: Restate, the service on hypercorn, the world over HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e.scenario import Scenario
+from support import eventually
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_happy_path_ends_received_with_one_order_and_stock_booked_in(scenario: Scenario) -> None:
+    await scenario.setup(on_hand=5, safety_stock=20, target_stock=100, price=4.0)
+    started = await scenario.check()
+    run_id = started["started"]
+    assert run_id == f"replenish-{scenario.sku}-1"
+
+    request = await scenario.pending_approval()
+    assert (request["quantity"], request["unit_price"], request["supplier"]) == (95, 4.0, scenario.supplier)
+    await scenario.decide(request["po_number"], approved=True, up_to=4.0)
+
+    outcome = await scenario.outcome(run_id)
+    assert outcome["outcome"] == "received"
+    assert (outcome["quantity_ordered"], outcome["quantity_received"]) == (95, 95)
+    orders = await scenario.orders()
+    assert [o["po_number"] for o in orders] == [request["po_number"]]
+    stock = (await scenario.world.get(f"/erp/stock/{scenario.sku}")).json()
+    assert stock["on_hand"] == 100
+    status = await scenario.status()
+    assert status["active"] is None and status["stats"]["by_outcome"] == {"received": 1}
+
+    view = await scenario.run_view(run_id)
+    tools = [turn["tool"] for turn in view["state"]["history"]]
+    assert tools == [
+        "get_quotes",
+        "draft_purchase_order",
+        "request_approval",
+        "wait_for_approval",
+        "place_order",
+        "wait_for_supplier_reply",
+        "read_supplier_reply",
+        "wait_for_goods",
+        "close_purchase_order",
+        "done",
+    ]
+
+
+async def test_manager_rejects_and_nothing_is_ordered(scenario: Scenario) -> None:
+    await scenario.setup()
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    await scenario.decide(request["po_number"], approved=False)
+    outcome = await scenario.outcome(run_id)
+    assert outcome["outcome"] == "rejected"
+    assert await scenario.orders() == []
+    assert await scenario.calls(op="place_order") == []
+
+
+async def test_approval_timeout_fails_closed(scenario: Scenario) -> None:
+    await scenario.setup()
+    run_id = (await scenario.check())["started"]
+    await scenario.pending_approval()
+    outcome = await scenario.outcome(run_id, within=60)
+    assert outcome["outcome"] == "cancelled"
+    assert "no approval" in outcome["detail"]
+    assert await scenario.orders() == []
+    assert await scenario.calls(op="place_order") == []
+    assert await scenario.calls(op="live_price") == []
+
+
+async def test_silent_supplier_is_chased_and_then_replies(scenario: Scenario) -> None:
+    await scenario.setup(lead_days=6)
+    await scenario.fault(drop_replies=1)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    await scenario.decide(request["po_number"], approved=True)
+
+    outcome = await scenario.outcome(run_id, within=40)
+    assert outcome["outcome"] == "received"
+    assert len(await scenario.calls(op="chase")) == 1
+    view = await scenario.run_view(run_id)
+    tools = [turn["tool"] for turn in view["state"]["history"]]
+    assert tools.index("chase_supplier") > tools.index("wait_for_supplier_reply")
+    reply_waits = [t for t in view["state"]["history"] if t["tool"] == "wait_for_supplier_reply"]
+    assert [t["summary"] for t in reply_waits] == ["the supplier has not replied in time", "the supplier replied"]
+
+
+async def test_goods_arrive_in_two_partial_deliveries(scenario: Scenario) -> None:
+    await scenario.setup(deliveries=2)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    await scenario.decide(request["po_number"], approved=True)
+
+    outcome = await scenario.outcome(run_id, within=40)
+    assert outcome["outcome"] == "received"
+    assert outcome["consumed"]["goods"] == 2
+    view = await scenario.run_view(run_id)
+    assert len(view["state"]["receipts"]) == 2
+    goods_waits = [t["summary"] for t in view["state"]["history"] if t["tool"] == "wait_for_goods"]
+    assert len(goods_waits) == 2 and goods_waits[-1].endswith("(95 of 95)")
+
+
+async def test_watch_checks_on_a_durable_timer_and_unwatch_stops_it(scenario: Scenario, admin) -> None:
+    # Above safety stock at first; consumption takes it below within a few days.
+    await scenario.setup(on_hand=30, safety_stock=20, daily_consumption=4)
+    await scenario.check()
+    for _ in range(3):
+        response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/watch", json={})
+        assert response.status_code == 200, response.text
+
+    async def scheduled_ticks() -> list[dict]:
+        return await admin.asql(
+            "SELECT id FROM sys_invocation WHERE target_service_name = 'SkuAgent' "
+            f"AND target_service_key = '{scenario.sku}' AND target_handler_name = 'tick' "
+            "AND status IN ('scheduled', 'inboxed', 'ready', 'running', 'backing-off', 'suspended')"
+        )
+
+    assert len(await scheduled_ticks()) <= 1
+    started = await eventually(
+        lambda: _active_run(scenario), timeout=30, what="the durable timer to start a replenishment"
+    )
+    assert started == f"replenish-{scenario.sku}-1"
+    assert await scenario.stock_reads() >= 2
+
+    response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/unwatch")
+    assert response.status_code == 200 and response.json()["watch"]["watching"] is False
+    await eventually(lambda: _no_ticks(scheduled_ticks), timeout=10, what="pending ticks to be cancelled")
+
+
+async def _active_run(scenario: Scenario) -> str | None:
+    status = await scenario.status()
+    return status["active"]["run_id"] if status["active"] else None
+
+
+async def _no_ticks(scheduled_ticks) -> bool:
+    return not await scheduled_ticks()
