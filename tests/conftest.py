@@ -11,10 +11,8 @@ Runtime: the pinned restate-server binary (installed by `ensure_restate`) unless
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +24,9 @@ from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import free_port
-from replenisher.stack.processes import HypercornApp
+from replenisher.stack.processes import HypercornApp, RestateServer
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
 from support import (
-    ARTIFACTS_DIR,
     REPO_ROOT,
     RESTATE_TEST_ENV,
     RegisteredService,
@@ -38,19 +35,19 @@ from support import (
 )
 
 RUNTIME_ENV = "REPLENISHER_TEST_RUNTIME"
-# Logs of the session's processes, kept after the run for CI to upload (git-ignored).
-LOG_DIR = ARTIFACTS_DIR / "logs"
 _HTTP_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 # Log tails of these are attached to the report of any failing test that used them.
-_session_logs: dict[str, Callable[[], str]] = {}
+_session_logs: dict[str, HypercornApp | RestateServer] = {}
 
 
 @pytest.fixture(scope="session")
-def log_dir() -> Path:
-    shutil.rmtree(LOG_DIR, ignore_errors=True)
-    LOG_DIR.mkdir(parents=True)
-    return LOG_DIR
+def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's process logs: under pytest's basetemp, so concurrent sessions never share
+    one, and CI can keep them with `--basetemp` (see .ci/run)."""
+    path = tmp_path_factory.getbasetemp() / "logs"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -66,11 +63,12 @@ def restate_runtime(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> 
         )
         runtime.start()
     except (RuntimeUnavailableError, RestateInstallError) as exc:
-        pytest.fail(str(exc), pytrace=False)
+        # The reason alone is the whole story; a traceback through the fixture would bury it.
+        raise pytest.fail.Exception(str(exc), pytrace=False) from None
     try:
         runtime.wait_ready()
-        if hasattr(runtime, "log_tail"):
-            _session_logs["restate_runtime"] = runtime.log_tail
+        if isinstance(runtime, RestateServer):
+            _session_logs["restate_runtime"] = runtime
         yield runtime
     finally:
         _session_logs.pop("restate_runtime", None)
@@ -88,7 +86,7 @@ def world(restate_runtime: RestateRuntime, log_dir: Path) -> Iterator[HypercornA
     )
     try:
         app.start()
-        _session_logs["world"] = app.log_tail
+        _session_logs["world"] = app
         app.wait_ready()
         yield app
     finally:
@@ -108,7 +106,7 @@ def service(restate_runtime: RestateRuntime, world: HypercornApp, log_dir: Path)
     )
     registered = RegisteredService(restate_runtime, app)
     try:
-        _session_logs["service"] = registered.log_tail
+        _session_logs["service"] = app
         registered.start()
         yield registered
     finally:
@@ -152,8 +150,7 @@ def pytest_runtest_makereport(
     report = yield
     if report.failed:
         used = getattr(item, "fixturenames", ())
-        for name, tail in list(_session_logs.items()):
+        for name, process in list(_session_logs.items()):
             if name in used:
-                with contextlib.suppress(OSError):
-                    report.sections.append((f"{name} log (last lines)", tail()))
+                report.sections.append((f"{name}: end of {process.log_path}", process.log_tail()))
     return report

@@ -22,6 +22,7 @@ from replenisher.stack.install import RESTATE_VERSION, RestateInstallError, ensu
 from replenisher.stack.local import Stack, StackConfig
 from replenisher.stack.ports import LOOPBACK, PortInUseError, RestatePorts, free_port, is_listening
 from replenisher.stack.processes import HypercornApp, ProcessFailedError, RestateServer, pid_alive
+from replenisher.stack.runtime import RestateRuntime
 from support import REPO_ROOT, TESTS_DIR, RegisteredService, eventually
 
 FIXTURE_ENV = {"PYTHONPATH": str(TESTS_DIR)}
@@ -298,7 +299,11 @@ def test_stack_down_when_nothing_runs_is_fine(stack_config: StackConfig) -> None
 
 @pytest.mark.e2e
 async def test_session_fixtures_wire_runtime_world_and_service_together(
-    service: RegisteredService, ingress: httpx.AsyncClient, world_client: httpx.AsyncClient, admin: Admin
+    restate_runtime: RestateRuntime,
+    service: RegisteredService,
+    ingress: httpx.AsyncClient,
+    world_client: httpx.AsyncClient,
+    admin: Admin,
 ) -> None:
     deployments = admin.deployments()
     assert [d.id for d in deployments] == [service.deployment_id]
@@ -310,6 +315,13 @@ async def test_session_fixtures_wire_runtime_world_and_service_together(
     service.kill()
     service.restart()
     assert [d.id for d in admin.deployments()] == [service.deployment_id], "restart needs no re-registration"
+
+    if restate_runtime.supports_crash:
+        restate_runtime.kill()
+        restate_runtime.restart()
+        # The session's client keeps working across a runtime crash: no stale pooled connection.
+        assert (await ingress.get("/restate/health")).status_code == 200
+        assert [d.id for d in admin.deployments()] == [service.deployment_id]
 
 
 # --- eventually ---------------------------------------------------------------------------
