@@ -24,6 +24,7 @@ class Settings(BaseModel):
     world_url: str = DEFAULT_WORLD_URL
     day_seconds: float = Field(default=86_400.0, gt=0)
     check_interval_days: float = Field(default=1.0, gt=0)
+    rest_after_failure_days: float = Field(default=5.0, ge=0)
     decider: Literal["offline", "claude"] = "offline"
     step_max_attempts: int = Field(default=6, ge=1)
     step_initial_retry_ms: int = Field(default=2_000, ge=1)
@@ -51,6 +52,7 @@ _ENV = {
     "world_url": "REPLENISHER_WORLD_URL",
     "day_seconds": "REPLENISHER_DAY_SECONDS",
     "check_interval_days": "REPLENISHER_CHECK_INTERVAL_DAYS",
+    "rest_after_failure_days": "REPLENISHER_REST_AFTER_FAILURE_DAYS",
     "decider": "REPLENISHER_DECIDER",
     "step_max_attempts": "REPLENISHER_STEP_MAX_ATTEMPTS",
     "step_initial_retry_ms": "REPLENISHER_STEP_INITIAL_RETRY_MS",

@@ -80,3 +80,22 @@ def test_history_stays_bounded_over_many_runs() -> None:
     assert len(record.kept) == KEPT_MESSAGES and record.kept_overflow == 1_000 - KEPT_MESSAGES
     assert record.stats.runs == 1_000 and record.stats.by_outcome == {"received": 1_000}
     assert len(record.model_dump_json()) < 40_000
+
+
+def test_after_a_run_without_goods_the_sku_rests_before_asking_again() -> None:
+    record = SkuRecord(sku="SKU-1")
+    run = record.consider(stock(), T0)
+    assert run is not None
+    record.finish(result(run.run_id, outcome="rejected"), rest_seconds=50)  # ended at T0 + 100
+    assert record.consider(stock(), T0 + 120) is None
+    assert record.last_check is not None and record.last_check.held_until == T0 + 150
+    again = record.consider(stock(), T0 + 150)
+    assert again is not None and again.run_id == "replenish-SKU-1-2"
+
+
+def test_a_received_run_does_not_hold_the_next_one() -> None:
+    record = SkuRecord(sku="SKU-1")
+    run = record.consider(stock(), T0)
+    assert run is not None
+    record.finish(result(run.run_id), rest_seconds=50)
+    assert record.consider(stock(), T0 + 101) is not None

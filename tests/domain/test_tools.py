@@ -255,3 +255,13 @@ def test_live_price_model_rejects_a_negative_price() -> None:
 
     with pytest.raises(ValidationError):
         LivePrice(supplier="acme", sku="SKU-1", unit_price=-1)
+
+
+def test_no_po_is_drafted_once_the_manager_cannot_be_asked_again() -> None:
+    from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS
+
+    state = new_state()
+    GetQuotes().apply(state, NO, QuotesResult(quotes=[quote("acme", 4.0), quote("bolt", 5.0)]))
+    state.approval_rounds = MAX_APPROVAL_ROUNDS
+    assert "draft_purchase_order" not in allowed(state)
+    assert allowed(state) == {"done"}

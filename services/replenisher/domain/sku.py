@@ -82,6 +82,7 @@ class LastCheck(BaseModel):
     on_hand: int
     safety_stock: int
     started: str | None = None
+    held_until: float | None = None
 
 
 class SkuRecord(BaseModel):
@@ -95,11 +96,14 @@ class SkuRecord(BaseModel):
     kept_overflow: int = 0
     watch: Watch = Field(default_factory=Watch)
     last_check: LastCheck | None = None
+    hold_until: float | None = None
 
     def consider(self, stock: StockLevel, at: float) -> ActiveRun | None:
-        """A stock reading: start a replenishment if below safety stock and none is active."""
+        """A stock reading: start a replenishment if below safety stock, none is active, and
+        the SKU is not resting after a run that ended without goods."""
         started = None
-        if stock.on_hand < stock.safety_stock and self.active is None:
+        held = self.hold_until is not None and at < self.hold_until
+        if stock.on_hand < stock.safety_stock and self.active is None and not held:
             self.runs_started += 1
             started = ActiveRun(
                 run_id=f"replenish-{self.sku}-{self.runs_started}",
@@ -113,6 +117,7 @@ class SkuRecord(BaseModel):
             on_hand=stock.on_hand,
             safety_stock=stock.safety_stock,
             started=started.run_id if started else None,
+            held_until=self.hold_until if held else None,
         )
         return started
 
@@ -133,8 +138,13 @@ class SkuRecord(BaseModel):
         active.routed.append(message)
         return message
 
-    def finish(self, result: ReplenishmentResult) -> bool:
-        """Record a run's outcome. False for a stale or repeated callback (changes nothing)."""
+    def finish(self, result: ReplenishmentResult, rest_seconds: float = 0.0) -> bool:
+        """Record a run's outcome. False for a stale or repeated callback (changes nothing).
+
+        After a run that ended without goods (the manager said no, no approvable price,
+        the order's fate unknown) the SKU rests for `rest_seconds` before the next run, so
+        a price the manager will not pay is not put to them again every day.
+        """
         active = self.active
         if active is None or active.run_id != result.run_id:
             return False
@@ -152,6 +162,7 @@ class SkuRecord(BaseModel):
         self.outcomes = [*self.outcomes, result][-RECENT_OUTCOMES:]
         self.stats.add(result)
         self.active = None
+        self.hold_until = result.ended_at + rest_seconds if result.outcome != "received" else None
         return True
 
     def keep(self, message: KeptMessage) -> None:

@@ -49,6 +49,7 @@ class CheckResult(BaseModel):
     safety_stock: int
     started: str | None = Field(description="the replenishment this check started, if any")
     active: str | None
+    held_until: float | None = Field(default=None, description="resting after a run that ended without goods")
 
 
 class WatchRequest(BaseModel):
@@ -94,6 +95,7 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
         safety_stock=stock.safety_stock,
         started=started.run_id if started else None,
         active=record.active.run_id if record.active else None,
+        held_until=record.last_check.held_until if record.last_check else None,
     )
 
 
@@ -181,7 +183,8 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
 async def finish(ctx: ObjectContext, result: ReplenishmentResult) -> None:
     """The run's completion callback: record the outcome and free the SKU for the next run."""
     record = await load(ctx)
-    if record is not None and record.finish(result):
+    rest = settings().days(settings().rest_after_failure_days).total_seconds()
+    if record is not None and record.finish(result, rest_seconds=rest):
         ctx.set(RECORD, record)
 
 

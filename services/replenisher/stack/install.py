@@ -146,7 +146,23 @@ def main() -> int:
         return 1
     print(f"restate-server: {bins.server}")
     print(f"restate:        {bins.cli}")
+    for link in link_into_venv(bins):
+        print(f"linked:         {link}")
     return 0
+
+
+def link_into_venv(bins: RestateBinaries) -> list[Path]:
+    """Put `restate` and `restate-server` beside the venv's python, so `.venv/bin/restate` works."""
+    if sys.prefix == sys.base_prefix:
+        return []
+    links = []
+    for binary in (bins.cli, bins.server):
+        link = Path(sys.prefix) / "bin" / binary.name
+        if not (link.is_symlink() and link.resolve() == binary.resolve()):
+            link.unlink(missing_ok=True)
+            link.symlink_to(binary)
+        links.append(link)
+    return links
 
 
 if __name__ == "__main__":

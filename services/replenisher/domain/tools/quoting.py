@@ -10,7 +10,7 @@ from replenisher.domain.documents import PurchaseOrder, Quote, QuoteRequest
 from replenisher.domain.ports import Rejected, World
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs
-from replenisher.domain.tools.limits import MAX_QUOTE_ROUNDS
+from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS, MAX_QUOTE_ROUNDS
 
 
 class QuotesResult(BaseModel):
@@ -23,6 +23,9 @@ def open_for_buying(state: State) -> bool:
     return not state.is_finished and state.order_status in ("none", "not_found")
 
 
+# Neither quotes nor a PO are worth having once the manager can no longer be asked.
+
+
 class GetQuotes(Call[NoArgs, QuotesResult]):
     name = "get_quotes"
     description = (
@@ -33,7 +36,12 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
     Result = QuotesResult
 
     def allowed(self, state: State) -> bool:
-        return open_for_buying(state) and state.po is None and state.quote_rounds < MAX_QUOTE_ROUNDS
+        return (
+            open_for_buying(state)
+            and state.po is None
+            and state.quote_rounds < MAX_QUOTE_ROUNDS
+            and state.approval_rounds < MAX_APPROVAL_ROUNDS
+        )
 
     async def execute(self, state: State, args: NoArgs, world: World) -> QuotesResult:
         request = QuoteRequest(sku=state.sku, quantity=state.order_quantity)
@@ -80,7 +88,12 @@ class DraftPurchaseOrder(Call[DraftArgs, DraftResult]):
     Result = DraftResult
 
     def allowed(self, state: State) -> bool:
-        return open_for_buying(state) and state.po is None and bool(state.quotes)
+        return (
+            open_for_buying(state)
+            and state.po is None
+            and bool(state.quotes)
+            and state.approval_rounds < MAX_APPROVAL_ROUNDS
+        )
 
     def check_args(self, state: State, args: DraftArgs) -> str | None:
         if not any(q.quote_id == args.quote_id for q in state.quotes):
