@@ -190,7 +190,7 @@ async def find_order(world: SimulatedWorld, req: Request) -> Response:
 async def chase(world: SimulatedWorld, req: Request) -> Response:
     supplier = world.reach_supplier(req.path_params["sid"])
     po_number = req.path_params["po_number"]
-    world.chase(supplier, po_number, req.parse(ChaseRequest))
+    world.chase(supplier, po_number, req.parse(ChaseRequest), req.headers.get("idempotency-key"))
     return ok(Chased(po_number=po_number))
 
 

@@ -86,6 +86,7 @@ class SupplierOrder(BaseModel):
     cancelled_at: float | None = None
     cancel_reason: str | None = None
     chases: int = 0
+    chase_keys: list[str] = Field(default_factory=list)
     shipments: list[Shipment]
     replies: list[Reply] = Field(default_factory=list)
 

@@ -143,8 +143,13 @@ class SimulatedWorld:
     def find_order(self, supplier: Supplier, po_number: str) -> OrderAck:
         return supplier.order(po_number).ack
 
-    def chase(self, supplier: Supplier, po_number: str, chase: ChaseRequest) -> None:
+    def chase(self, supplier: Supplier, po_number: str, chase: ChaseRequest, key: str | None = None) -> None:
         order = supplier.order(po_number)
+        if key is not None:
+            # A retried reminder is the same reminder: one more reply at most.
+            if key in order.chase_keys:
+                return
+            order.chase_keys.append(key)
         order.chases += 1
         if self.faults.of(supplier.id).quiet or order.cancelled:
             return

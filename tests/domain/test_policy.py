@@ -35,7 +35,7 @@ def results(**overrides: Callable[[State, Any], Any]) -> Script:
             unit_price=q.unit_price,
             quote_id=q.quote_id,
         )
-        return DraftResult(po=po)
+        return DraftResult(po=po, approval_token="t")
 
     def request(s: State, _: Any) -> ApprovalRequested:
         assert s.po is not None

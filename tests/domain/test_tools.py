@@ -44,7 +44,7 @@ def drafted(price: float = 4.0) -> State:
         unit_price=q.unit_price,
         quote_id=q.quote_id,
     )
-    DraftPurchaseOrder().apply(state, DraftArgs(quote_id=q.quote_id), DraftResult(po=po))
+    DraftPurchaseOrder().apply(state, DraftArgs(quote_id=q.quote_id), DraftResult(po=po, approval_token="tok-1"))
     return state
 
 

@@ -140,7 +140,7 @@ async def test_find_chase_and_cancel_of_an_unknown_order_are_refused(
     await arrange(world_admin, names)
     assert await adapters.suppliers.find_order(names.supplier, "PO-NOPE") is None
     with pytest.raises(Rejected) as chase:
-        await adapters.suppliers.chase(names.supplier, "PO-NOPE", ChaseRequest(message="where is it?"))
+        await adapters.suppliers.chase(names.supplier, "PO-NOPE", ChaseRequest(message="where is it?"), "k-1")
     with pytest.raises(Rejected) as cancel:
         await adapters.suppliers.cancel(names.supplier, "PO-NOPE", CancelRequest(reason="not needed"))
     assert (chase.value.status, cancel.value.status) == (404, 404)

@@ -36,8 +36,9 @@ class HttpSuppliers(HttpEndpoint):
             return None
         return document(response, OrderAck)
 
-    async def chase(self, supplier: str, po_number: str, request: ChaseRequest) -> None:
-        check(await self.post("suppliers", supplier, "orders", po_number, "chase", body=request))
+    async def chase(self, supplier: str, po_number: str, request: ChaseRequest, idempotency_key: str) -> None:
+        headers = {"Idempotency-Key": idempotency_key}
+        check(await self.post("suppliers", supplier, "orders", po_number, "chase", body=request, headers=headers))
 
     async def cancel(self, supplier: str, po_number: str, request: CancelRequest) -> None:
         check(await self.post("suppliers", supplier, "orders", po_number, "cancel", body=request))

@@ -74,6 +74,7 @@ class State(BaseModel):
 
     po: PurchaseOrder | None = None
     po_revision: int = 0
+    approval_token: str | None = None
     approval: Approval | None = None
     approval_rounds: int = 0
     price_refusals: int = 0

@@ -41,7 +41,7 @@ class RequestApproval(Call[NoArgs, ApprovalRequested]):
         )
 
     async def execute(self, state: State, args: NoArgs, world: World) -> ApprovalRequested:
-        assert state.po is not None
+        assert state.po is not None and state.approval_token
         quote = next((q for q in state.quotes if q.quote_id == state.po.quote_id), None)
         now = time.time()
         request = ApprovalRequest(
@@ -52,8 +52,7 @@ class RequestApproval(Call[NoArgs, ApprovalRequested]):
             unit_price=state.po.unit_price,
             quote_id=state.po.quote_id,
             expires_at=quote.valid_until if quote else now,
-            # Made inside the step, so the journal keeps it: a replay sends the same token.
-            token=secrets.token_urlsafe(24),
+            token=state.approval_token or "",
             run_id=state.run_id,
         )
         await world.manager.request_approval(request)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -77,6 +78,7 @@ class DraftArgs(BaseModel):
 
 class DraftResult(BaseModel):
     po: PurchaseOrder
+    approval_token: str = Field(description="the one-time token the manager's approval of this PO must carry")
 
 
 class DraftPurchaseOrder(Call[DraftArgs, DraftResult]):
@@ -106,6 +108,9 @@ class DraftPurchaseOrder(Call[DraftArgs, DraftResult]):
         # run and the revision, so every retry and replay sends the same one.
         po_number = f"PO-{state.run_id.removeprefix('replenish-')}-{state.po_revision + 1}"
         return DraftResult(
+            # Minted here, journaled with the draft: however often request_approval is retried
+            # or replayed, the manager sees one request with one token for this PO.
+            approval_token=secrets.token_urlsafe(24),
             po=PurchaseOrder(
                 po_number=po_number,
                 sku=state.sku,
@@ -113,11 +118,12 @@ class DraftPurchaseOrder(Call[DraftArgs, DraftResult]):
                 quantity=quote.quantity,
                 unit_price=quote.unit_price,
                 quote_id=quote.quote_id,
-            )
+            ),
         )
 
     def apply(self, state: State, args: DraftArgs, result: DraftResult) -> str:
         state.po = result.po
+        state.approval_token = result.approval_token
         state.po_revision += 1
         state.approval = None
         state.last_failure = None

@@ -119,7 +119,8 @@ class ChaseSupplier(Call[NoArgs, ChaseResult]):
     async def execute(self, state: State, args: NoArgs, world: World) -> ChaseResult:
         assert state.order is not None
         message = f"Please confirm purchase order {state.order.po_number} ({state.order.quantity} x {state.sku})."
-        await world.suppliers.chase(state.order.supplier, state.order.po_number, ChaseRequest(message=message))
+        key = f"{state.order.po_number}-chase-{state.chases + 1}"
+        await world.suppliers.chase(state.order.supplier, state.order.po_number, ChaseRequest(message=message), key)
         return ChaseResult(at=time.time())
 
     def apply(self, state: State, args: NoArgs, result: ChaseResult) -> str:
