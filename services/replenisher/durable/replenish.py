@@ -26,6 +26,7 @@ from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME, Call, Done, Tool, Wai
 from replenisher.domain.tools.limits import MAX_TURNS
 from replenisher.domain.waits import WaitDays
 from replenisher.durable.deciders import current_decider
+from replenisher.durable.probes import crash_point, record_decision
 from replenisher.durable.steps import outside_world, retry_options, step
 from replenisher.durable.validation import bad_request, validated
 
@@ -93,8 +94,17 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
 async def decide(ctx: WorkflowContext, turn: int, state: State, allowed: list[Tool]) -> tuple[Tool, Any, Decision]:
     """The decider's pick, validated in code; a refused pick falls back to the offline policy."""
     decider = current_decider()
+    scope = ctx.key()
+
+    async def take_decision() -> Decision:
+        crash_point(scope, f"decide {turn}", "before")
+        record_decision(scope, turn)
+        decision = await decider.decide(GOAL, state, allowed)
+        crash_point(scope, f"decide {turn}", "after")
+        return decision
+
     try:
-        decision = await ctx.run_typed(f"decide {turn}", decider.decide, retry_options(Decision), GOAL, state, allowed)
+        decision = await ctx.run_typed(f"decide {turn}", take_decision, retry_options(Decision))
     except TerminalError as e:
         # The model could not be reached within the retry budget: the offline policy takes this turn.
         decision = Decision(tool="", reason=f"decider failed: {e.message}", decider=decider.name)

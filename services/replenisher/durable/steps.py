@@ -18,6 +18,7 @@ from restate.exceptions import TerminalError
 
 from replenisher.config import settings
 from replenisher.domain.ports import Rejected, World
+from replenisher.durable.probes import crash_point
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -43,9 +44,14 @@ def outside_world() -> World:
 async def step(ctx: Context, name: str, result: type[T], action: Callable[..., Awaitable[T]], *args: Any) -> T:
     """Run `action(*args)` as a named, journaled step with the standard retry policy."""
 
+    scope = ctx.key()
+
     async def attempt() -> T:
+        crash_point(scope, name, "before")
         try:
-            return await action(*args)
+            result = await action(*args)
+            crash_point(scope, name, "after")
+            return result
         except Rejected as e:
             raise TerminalError(f"refused by the other side: {e.reason}", status_code=e.status) from e
 
