@@ -7,17 +7,20 @@ default, about a second in the demo, a fraction of a second in tests).
 from __future__ import annotations
 
 import os
+import re
 from datetime import timedelta
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from replenisher.domain.waits import WaitDays
 
 DEFAULT_INGRESS_URL = "http://127.0.0.1:8080"
 DEFAULT_ADMIN_URL = "http://127.0.0.1:9070"
 DEFAULT_WORLD_URL = "http://127.0.0.1:9100"
+# A 32-byte Ed25519 public key in base58, as restate-server logs it when it loads its private key.
+_PUBLIC_KEY = re.compile(r"publickeyv1_[1-9A-HJ-NP-Za-km-z]{32,44}")
 
 
 class Settings(BaseModel):
@@ -31,6 +34,22 @@ class Settings(BaseModel):
     step_max_retry_ms: int = Field(default=60_000, ge=1)
     approval_wait_days: float = Field(default=WaitDays().approval, gt=0)
     reply_wait_days: float = Field(default=WaitDays().supplier_reply, gt=0)
+    # Public keys (`publickeyv1_...`) of the Restate servers allowed to call the service. Empty:
+    # any caller that reaches the port is served, so keep the port private.
+    identity_keys: tuple[str, ...] = ()
+
+    @field_validator("identity_keys", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return tuple(k.strip() for k in value.split(",") if k.strip()) if isinstance(value, str) else value
+
+    @field_validator("identity_keys")
+    @classmethod
+    def _restate_public_keys(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
+        for key in keys:
+            if not _PUBLIC_KEY.fullmatch(key):
+                raise ValueError(f"{key[:24]!r}... is not a Restate public key (publickeyv1_ then base58)")
+        return keys
 
     @property
     def waits(self) -> WaitDays:
@@ -59,6 +78,7 @@ _ENV = {
     "step_max_retry_ms": "REPLENISHER_STEP_MAX_RETRY_MS",
     "approval_wait_days": "REPLENISHER_APPROVAL_WAIT_DAYS",
     "reply_wait_days": "REPLENISHER_REPLY_WAIT_DAYS",
+    "identity_keys": "REPLENISHER_IDENTITY_KEYS",
 }
 
 
