@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from replenisher.domain.costs import CostLedger, TokenUsage
 from replenisher.domain.documents import (
     ApprovalRequest,
     EventKind,
@@ -20,6 +21,8 @@ from replenisher.domain.documents import (
     StockLevel,
     SupplierReply,
 )
+from replenisher.domain.memory import MemoryBrief
+from replenisher.domain.promises import PromiseClaim
 from replenisher.domain.waits import WaitDays
 
 STATE_SCHEMA_VERSION = 1
@@ -47,6 +50,11 @@ class ReplyFacts(BaseModel):
     unit_price: float | None = None
     quantity: int | None = None
     received_at: float
+    promises: list[PromiseClaim] = Field(default_factory=list)
+    extracted_by: str = "offline"
+    usage: TokenUsage | None = None
+    usd: float = 0.0
+    notes: list[str] = Field(default_factory=list, description="what validation dropped from the reading")
 
 
 class TurnRecord(BaseModel):
@@ -104,6 +112,8 @@ class State(BaseModel):
     last_failure: str | None = None
     security_events: list[str] = Field(default_factory=list)
     history: list[TurnRecord] = Field(default_factory=list)
+    memory: MemoryBrief | None = Field(default=None, description="the SKU's memory, as given at the run's start")
+    decider_cost: CostLedger = Field(default_factory=CostLedger)
 
     @classmethod
     def start(
