@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -131,6 +132,13 @@ class RegisteredService:
         return self.process.log_tail(lines)
 
 
+# Files through which crash tests arm kill points in the service and count its decisions
+# (see replenisher.durable.probes). Empty, they change nothing.
+PROBE_DIR = Path(tempfile.mkdtemp(prefix="replenisher-probes-"))
+CRASH_POINTS = PROBE_DIR / "crash-points.jsonl"
+DECISION_LOG = PROBE_DIR / "decisions.log"
+
+
 def service_env(world_url: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return {
         "REPLENISHER_WORLD_URL": world_url,
@@ -142,6 +150,8 @@ def service_env(world_url: str, extra: Mapping[str, str] | None = None) -> dict[
         "REPLENISHER_STEP_MAX_ATTEMPTS": "4",
         # Long enough in test days that a crash and restart fit inside the approval wait.
         "REPLENISHER_APPROVAL_WAIT_DAYS": str(APPROVAL_WAIT_DAYS),
+        "REPLENISHER_CRASH_POINTS": str(CRASH_POINTS),
+        "REPLENISHER_DECISION_LOG": str(DECISION_LOG),
         **(extra or {}),
     }
 

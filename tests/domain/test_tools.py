@@ -240,8 +240,13 @@ def test_partial_deliveries_add_up_and_duplicates_do_not_count_twice() -> None:
 def test_goods_deadline_uses_the_promised_delivery_time() -> None:
     state = ordered()
     WaitForSupplierReply().apply(state, reply(state, "Confirmed, delivery in 4 days."))
-    ReadSupplierReply().apply(state, NO, extract_reply_facts("Confirmed, delivery in 4 days.", T0))
-    assert WaitForGoods().deadline(state) == T0 + DAY + (4 + 3) * DAY
+    ReadSupplierReply().apply(state, NO, extract_reply_facts("Confirmed, delivery in 4 days.", T0 + 2 * DAY))
+    assert WaitForGoods().deadline(state) == T0 + 2 * DAY + (4 + 3) * DAY
+
+
+def test_goods_deadline_falls_back_to_the_quoted_lead_time() -> None:
+    state = ordered()
+    assert WaitForGoods().deadline(state) == T0 + DAY + (5 + 3) * DAY
 
 
 def test_every_tool_has_a_unique_name_and_a_description() -> None:

@@ -5,6 +5,7 @@ import re
 import httpx
 import pytest
 
+from e2e import crash_table
 from e2e.scenario import Scenario
 from support import RegisteredService
 
@@ -18,3 +19,10 @@ def scenario(
 ) -> Scenario:
     name = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name.removeprefix("test_"))[:24].strip("-")
     return Scenario(ingress, world_client, name)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if crash_table.ROWS:
+        terminalreporter.section("crash matrix")
+        for line in crash_table.lines():
+            terminalreporter.write_line(line)

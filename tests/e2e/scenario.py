@@ -38,6 +38,7 @@ class Scenario:
         reply_days: float = 0.5,
         deliveries: int = 1,
         daily_consumption: float = 0,
+        quote_valid_days: float = 30,
     ) -> None:
         supplier = {
             "name": f"Supplier {self.supplier}",
@@ -46,6 +47,9 @@ class Scenario:
             "reply_days": reply_days,
             "deliveries": deliveries,
             "delivery_gap_days": 1,
+            # Long enough that a crash and restart fit before the approval expires with its quote;
+            # the tests of expiry set it short.
+            "quote_valid_days": quote_valid_days,
         }
         ok(await self.world.put(f"/admin/suppliers/{self.supplier}", json=supplier))
         item = {

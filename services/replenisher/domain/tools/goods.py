@@ -30,11 +30,12 @@ class WaitForGoods(Wait[GoodsReceipt]):
 
     def deadline(self, state: State) -> float:
         assert state.ordered_at is not None
-        promised = state.reply.delivery_days if state.reply and state.reply.delivery_days is not None else None
+        grace = state.days(state.waits.goods_grace * (state.goods_overdue_count + 1))
+        if state.reply is not None and state.reply.delivery_days is not None:
+            # "Delivery in N days" counts from when the supplier said it, not from the order.
+            return state.reply.received_at + state.days(state.reply.delivery_days) + grace
         quoted = next((q.lead_days for q in state.quotes if state.po and q.quote_id == state.po.quote_id), None)
-        expected = promised if promised is not None else quoted if quoted is not None else 10.0
-        grace = state.waits.goods_grace * (state.goods_overdue_count + 1)
-        return state.ordered_at + state.days(expected + grace)
+        return state.ordered_at + state.days(quoted if quoted is not None else 10.0) + grace
 
     def apply(self, state: State, payload: GoodsReceipt | None) -> str:
         if payload is None:
