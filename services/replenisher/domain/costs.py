@@ -78,7 +78,7 @@ class CostLedger(BaseModel):
     usd: float = 0.0
     refused: int = Field(default=0, description="model choices refused by the rules")
     fallbacks: int = Field(default=0, description="turns the offline policy took instead of the model")
-    budget_stops: int = Field(default=0, description="runs (or turns) where the budget stopped model calls")
+    budget_stops: int = Field(default=0, description="turns the spent budget gave to the offline policy")
 
     def charge(self, usage: TokenUsage, usd: float) -> None:
         self.calls += 1

@@ -49,6 +49,7 @@ class PurchaseOrderClosure(Document):
 class QuoteRequest(Document):
     sku: Sku
     quantity: Quantity
+    note: str | None = Field(default=None, max_length=500, description="e.g. a promised discount being claimed")
 
 
 class Quote(Document):

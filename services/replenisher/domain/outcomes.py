@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from replenisher.domain.costs import CostLedger
+from replenisher.domain.memory import RunObservations
+from replenisher.domain.observations import observe
 from replenisher.domain.state import State
 
 Outcome = Literal["received", "cancelled", "rejected", "gave_up", "unknown"]
@@ -26,6 +29,8 @@ class ReplenishmentResult(BaseModel):
     ended_at: float
     consumed: dict[str, int] = {}
     security_events: int = 0
+    cost: CostLedger = Field(default_factory=CostLedger)
+    observations: RunObservations | None = Field(default=None, description="for the SKU's memory; not kept")
 
 
 def outcome_of(state: State) -> tuple[Outcome, str]:
@@ -69,4 +74,6 @@ def result_of(state: State, ended_at: float) -> ReplenishmentResult:
         ended_at=ended_at,
         consumed=dict(state.consumed),
         security_events=len(state.security_events),
+        cost=state.decider_cost.model_copy(deep=True),
+        observations=observe(state, ended_at),
     )

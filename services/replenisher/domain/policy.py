@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from replenisher.domain.decisions import Decision
+from replenisher.domain.decisions import Decision, Refusal
+from replenisher.domain.documents import Quote
+from replenisher.domain.memory import COMPARABLE_PRICE
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 
@@ -40,13 +42,32 @@ def choose(state: State, allowed: Sequence[str]) -> Decision:
     if can("request_approval"):
         return pick("request_approval", "money needs the manager's approval")
     if can("draft_purchase_order") and state.quotes:
-        cheapest = min(state.quotes, key=lambda q: (q.unit_price, q.lead_days, q.supplier))
-        return pick("draft_purchase_order", f"cheapest quote from {cheapest.supplier}", quote_id=cheapest.quote_id)
+        quote, why = choose_quote(state)
+        return pick("draft_purchase_order", why, quote_id=quote.quote_id)
     if can("get_quotes"):
         return pick("get_quotes", "need prices" if not state.quote_rounds else "re-quote")
     if can("cancel_purchase_order"):
         return pick("cancel_purchase_order", "cannot get an approved price", reason="no approvable price")
     return pick("done", "nothing more can be done") if can("done") else pick(allowed[0], "only option")
+
+
+def choose_quote(state: State) -> tuple[Quote, str]:
+    """The cheapest quote, unless its supplier has let this SKU down before and a comparable
+    quote from one that has not is on the table (the SKU's memory says which)."""
+    ranked = sorted(state.quotes, key=lambda q: (q.unit_price, q.lead_days, q.supplier))
+    cheapest = ranked[0]
+    memory = state.memory
+    if memory is None or not memory.unreliable(cheapest.supplier):
+        return cheapest, f"cheapest quote from {cheapest.supplier}"
+    limit = cheapest.unit_price * (1 + COMPARABLE_PRICE)
+    alternative = next((q for q in ranked if not memory.unreliable(q.supplier) and q.unit_price <= limit), None)
+    record = memory.of(cheapest.supplier)
+    if alternative is None or record is None:
+        return cheapest, f"cheapest quote from {cheapest.supplier}, though it has been unreliable"
+    return alternative, (
+        f"quote from {alternative.supplier}: {cheapest.supplier} is {cheapest.unit_price:.2f} but unreliable "
+        f"({record.record()})"
+    )
 
 
 def _follow_up(allowed: Sequence[str]) -> Decision:
@@ -66,5 +87,7 @@ def _follow_up(allowed: Sequence[str]) -> Decision:
 class OfflinePolicy:
     name = "offline"
 
-    async def decide(self, goal: str, state: State, allowed: Sequence[Tool]) -> Decision:
+    async def decide(
+        self, goal: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal] = ()
+    ) -> Decision:
         return choose(state, [t.name for t in allowed])

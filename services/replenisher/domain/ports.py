@@ -8,7 +8,7 @@ retried by the durable layer.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from replenisher.domain.documents import (
     ApprovalRequest,
@@ -22,6 +22,9 @@ from replenisher.domain.documents import (
     QuoteRequest,
     StockLevel,
 )
+
+if TYPE_CHECKING:
+    from replenisher.domain.state import ReplyFacts, State
 
 
 class Rejected(Exception):
@@ -57,7 +60,14 @@ class ManagerInbox(Protocol):
     async def request_approval(self, request: ApprovalRequest) -> None: ...
 
 
+class ReplyReader(Protocol):
+    """Reads the run's unread supplier email into typed facts; never acts on what it says."""
+
+    async def read(self, state: State, received_at: float) -> ReplyFacts: ...
+
+
 class World(Protocol):
     erp: Erp
     suppliers: Suppliers
     manager: ManagerInbox
+    reader: ReplyReader

@@ -12,8 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from replenisher.domain.costs import CostLedger
 from replenisher.domain.documents import EventKind, StockLevel
+from replenisher.domain.memory import SkuMemory
 from replenisher.domain.outcomes import Outcome, ReplenishmentResult
+from replenisher.domain.security import SecurityLog
 
 SKU_SCHEMA_VERSION = 1
 RECENT_OUTCOMES = 20
@@ -97,6 +100,9 @@ class SkuRecord(BaseModel):
     watch: Watch = Field(default_factory=Watch)
     last_check: LastCheck | None = None
     hold_until: float | None = None
+    memory: SkuMemory = Field(default_factory=SkuMemory)
+    costs: CostLedger = Field(default_factory=CostLedger, description="model spend over every run of this SKU")
+    security: SecurityLog = Field(default_factory=SecurityLog)
 
     def consider(self, stock: StockLevel, at: float) -> ActiveRun | None:
         """A stock reading: start a replenishment if below safety stock, none is active, and
@@ -159,7 +165,11 @@ class SkuRecord(BaseModel):
                         run_id=result.run_id,
                     )
                 )
-        self.outcomes = [*self.outcomes, result][-RECENT_OUTCOMES:]
+        if result.observations is not None:
+            self.memory.learn(result.observations)
+        self.costs.add(result.cost)
+        # The observations live on in the memory; the outcome list stays small.
+        self.outcomes = [*self.outcomes, result.model_copy(update={"observations": None})][-RECENT_OUTCOMES:]
         self.stats.add(result)
         self.active = None
         self.hold_until = result.ended_at + rest_seconds if result.outcome != "received" else None

@@ -8,6 +8,7 @@ import secrets
 from pydantic import BaseModel, ConfigDict, Field
 
 from replenisher.domain.documents import PurchaseOrder, Quote, QuoteRequest
+from replenisher.domain.memory import discount_request_note
 from replenisher.domain.ports import Rejected, World
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs
@@ -45,9 +46,10 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
         )
 
     async def execute(self, state: State, args: NoArgs, world: World) -> QuotesResult:
-        request = QuoteRequest(sku=state.sku, quantity=state.order_quantity)
-
         async def ask(supplier: str) -> Quote | str:
+            # A discount the supplier promised (the SKU's memory) is asked for in the request.
+            note = discount_request_note(state.memory, supplier, state.started_at)
+            request = QuoteRequest(sku=state.sku, quantity=state.order_quantity, note=note)
             try:
                 return await world.suppliers.quote(supplier, request)
             except Rejected as e:

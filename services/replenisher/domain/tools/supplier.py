@@ -12,6 +12,7 @@ import time
 from pydantic import BaseModel
 
 from replenisher.domain.documents import ChaseRequest, SupplierReply
+from replenisher.domain.extraction import extract_promises
 from replenisher.domain.ports import World
 from replenisher.domain.state import ReplyFacts, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
@@ -73,6 +74,7 @@ def extract_reply_facts(text: str, received_at: float) -> ReplyFacts:
         delivery_days=float(days.group(1)) if days else None,
         unit_price=float(price.group(1)) if price else None,
         received_at=received_at,
+        promises=extract_promises(text, received_at),
     )
 
 
@@ -87,13 +89,22 @@ class ReadSupplierReply(Call[NoArgs, ReplyFacts]):
 
     async def execute(self, state: State, args: NoArgs, world: World) -> ReplyFacts:
         assert state.unread_reply is not None
-        return extract_reply_facts(state.unread_reply.text, time.time())
+        # The reader (patterns, or a model in a tool-less call) returns typed facts only.
+        return await world.reader.read(state, time.time())
 
     def apply(self, state: State, args: NoArgs, result: ReplyFacts) -> str:
         state.reply = result
         state.unread_reply = None
         state.supplier_overdue = False
         state.last_failure = None
+        if result.usage is not None:
+            state.decider_cost.charge(result.usage, result.usd)
+        for note in result.notes:
+            state.record_security_event(f"reading the reply: {note}")
+        if state.order and result.quantity is not None and result.quantity != state.order.quantity:
+            state.record_security_event(
+                f"reply states quantity {result.quantity}, not the ordered {state.order.quantity}: ignored"
+            )
         if state.order and result.unit_price is not None and result.unit_price > state.order.unit_price:
             # A price in an email changes nothing: it is noted for the people, not acted on.
             state.record_security_event(

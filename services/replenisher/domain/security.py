@@ -1,0 +1,54 @@
+"""Security events kept on the SKU's record, and what never leaves the harness (approval tokens).
+
+A run records an event when the rules refuse something (a model's choice, a forged or
+mismatched approval, a message about another order, a claim in an email); the SKU keeps the
+latest of them with a running total, so they stay visible after the run and its journal
+are gone.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from replenisher.domain.state import State
+
+RECENT_SECURITY_EVENTS = 50
+EVENT_TEXT_LIMIT = 300
+
+
+class SecurityEvent(BaseModel):
+    at: float
+    run_id: str
+    what: str = Field(max_length=EVENT_TEXT_LIMIT)
+
+
+class SecurityLog(BaseModel):
+    total: int = 0
+    recent: list[SecurityEvent] = Field(default_factory=list)
+
+    def add(self, run_id: str, events: list[str], at: float) -> None:
+        for what in events:
+            self.total += 1
+            self.recent.append(SecurityEvent(at=at, run_id=run_id, what=what[:EVENT_TEXT_LIMIT]))
+        self.recent = self.recent[-RECENT_SECURITY_EVENTS:]
+
+
+class SecurityNotes(BaseModel):
+    """New events of one run, sent to its SKU as they happen."""
+
+    run_id: str
+    events: list[str] = Field(max_length=RECENT_SECURITY_EVENTS)
+
+
+def without_secrets(state: State) -> State:
+    """The state as it may be shown outside the harness: approval tokens blanked.
+
+    Whoever holds a token can answer for the manager, so it goes to the manager's inbox and
+    nowhere else: not into a model's prompt, not into a public view of the run.
+    """
+    shown = state.model_copy(deep=True)
+    shown.approval_token = "<withheld>" if shown.approval_token else None
+    if shown.approval is not None:
+        request = shown.approval.request.model_copy(update={"token": "<withheld>"})
+        shown.approval = shown.approval.model_copy(update={"request": request})
+    return shown
