@@ -12,7 +12,7 @@ from datetime import timedelta
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
 from replenisher.domain.waits import WaitDays
 
@@ -37,6 +37,18 @@ class Settings(BaseModel):
     # Public keys (`publickeyv1_...`) of the Restate servers allowed to call the service. Empty:
     # any caller that reaches the port is served, so keep the port private.
     identity_keys: tuple[str, ...] = ()
+    # The Claude decider (REPLENISHER_DECIDER=claude); see README "Running with Claude".
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None
+    claude_model: str = "claude-sonnet-4-5"
+    claude_max_tokens: int = Field(default=1024, ge=64, le=8192)
+    claude_timeout_seconds: float = Field(default=60.0, gt=0)
+    claude_max_retries: int = Field(default=2, ge=0, le=10)
+    claude_asks_per_turn: int = Field(default=3, ge=1, le=5)
+    claude_budget_usd: float = Field(default=1.0, ge=0)
+    claude_read_replies: bool = True
+    claude_input_usd_per_mtok: float | None = Field(default=None, ge=0)
+    claude_output_usd_per_mtok: float | None = Field(default=None, ge=0)
 
     @field_validator("identity_keys", mode="before")
     @classmethod
@@ -79,6 +91,17 @@ _ENV = {
     "approval_wait_days": "REPLENISHER_APPROVAL_WAIT_DAYS",
     "reply_wait_days": "REPLENISHER_REPLY_WAIT_DAYS",
     "identity_keys": "REPLENISHER_IDENTITY_KEYS",
+    "anthropic_api_key": "ANTHROPIC_API_KEY",
+    "anthropic_base_url": "REPLENISHER_ANTHROPIC_BASE_URL",
+    "claude_model": "REPLENISHER_CLAUDE_MODEL",
+    "claude_max_tokens": "REPLENISHER_CLAUDE_MAX_TOKENS",
+    "claude_timeout_seconds": "REPLENISHER_CLAUDE_TIMEOUT_SECONDS",
+    "claude_max_retries": "REPLENISHER_CLAUDE_MAX_RETRIES",
+    "claude_asks_per_turn": "REPLENISHER_CLAUDE_ASKS_PER_TURN",
+    "claude_budget_usd": "REPLENISHER_CLAUDE_BUDGET_USD",
+    "claude_read_replies": "REPLENISHER_CLAUDE_READ_REPLIES",
+    "claude_input_usd_per_mtok": "REPLENISHER_CLAUDE_INPUT_USD_PER_MTOK",
+    "claude_output_usd_per_mtok": "REPLENISHER_CLAUDE_OUTPUT_USD_PER_MTOK",
 }
 
 
