@@ -13,21 +13,22 @@ from datetime import timedelta
 from typing import Any
 
 import restate
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 from restate import WorkflowContext, WorkflowSharedContext
 from restate.exceptions import TerminalError
 
-from replenisher.domain.decisions import GOAL, Decision
+from replenisher.domain.decisions import DeciderTerms, Decision
 from replenisher.domain.documents import EventKind, StockLevel
+from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
-from replenisher.domain.policy import choose
+from replenisher.domain.security import SecurityNotes, without_secrets
 from replenisher.domain.state import State, TurnRecord
 from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME, Call, Done, Tool, Wait
 from replenisher.domain.tools.limits import MAX_TURNS
+from replenisher.domain.turns import decide_turn
 from replenisher.domain.waits import WaitDays
-from replenisher.durable.deciders import current_decider
-from replenisher.durable.probes import crash_point, record_decision
-from replenisher.durable.steps import outside_world, retry_options, step
+from replenisher.durable.deciders import current_decider, journaled_ask
+from replenisher.durable.steps import outside_world, step
 from replenisher.durable.validation import bad_request, validated
 
 replenish = restate.Workflow("Replenish")
@@ -37,6 +38,8 @@ class RunRequest(BaseModel):
     stock: StockLevel
     day_seconds: float = Field(gt=0)
     waits: WaitDays = Field(default_factory=WaitDays)
+    memory: MemoryBrief | None = Field(default=None, description="what the SKU remembers, for the decider")
+    decider_terms: DeciderTerms = Field(default_factory=DeciderTerms)
 
 
 class Message(BaseModel):
@@ -66,12 +69,14 @@ def message_promise(event: str, seq: int) -> str:
 @validated(replenish.main)
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
     state = State.start(ctx.key(), request.stock, request.day_seconds, await ctx.time(), request.waits)
+    state.memory = request.memory
+    reported = 0
     try:
         for turn in range(MAX_TURNS):
             allowed = [t for t in TOOLS if t.allowed(state)]
             if not allowed:
                 break
-            tool, args, decision = await decide(ctx, turn, state, allowed)
+            tool, args, decision = await decide(ctx, turn, state, allowed, request.decider_terms)
             if isinstance(tool, Done):
                 state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason))
                 break
@@ -82,49 +87,25 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
                 summary = await call(ctx, turn, tool, args, state)
             state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary))
             ctx.set("state", state)
+            reported = report_security(ctx, state, reported)
     except TerminalError as e:
         # A bug or a refused journal entry must still end in a true outcome, never a silent stop.
         state.last_failure = f"run stopped: {e.message}"
     result = result_of(state, await ctx.time())
     ctx.set("state", state)
+    report_security(ctx, state, reported)
     report_outcome(ctx, result)
     return result
 
 
-async def decide(ctx: WorkflowContext, turn: int, state: State, allowed: list[Tool]) -> tuple[Tool, Any, Decision]:
-    """The decider's pick, validated in code; a refused pick falls back to the offline policy."""
-    decider = current_decider()
-    scope = ctx.key()
-
-    async def take_decision() -> Decision:
-        crash_point(scope, f"decide {turn}", "before")
-        record_decision(scope, turn)
-        decision = await decider.decide(GOAL, state, allowed)
-        crash_point(scope, f"decide {turn}", "after")
-        return decision
-
-    try:
-        decision = await ctx.run_typed(f"decide {turn}", take_decision, retry_options(Decision))
-    except TerminalError as e:
-        # The model could not be reached within the retry budget: the offline policy takes this turn.
-        decision = Decision(tool="", reason=f"decider failed: {e.message}", decider=decider.name)
-    refusal = refuse(decision, state, allowed)
-    if refusal is not None:
-        state.record_security_event(f"turn {turn}: refused {decider.name} decision {decision.tool!r}: {refusal}")
-        decision = choose(state, [t.name for t in allowed])
+async def decide(
+    ctx: WorkflowContext, turn: int, state: State, allowed: list[Tool], terms: DeciderTerms
+) -> tuple[Tool, Any, Decision]:
+    """The decider's pick, checked in code; refused picks are re-asked, then the offline policy decides."""
+    ask = journaled_ask(ctx, turn, current_decider(), state, allowed)
+    decision = await decide_turn(turn, state, allowed, ask, terms)
     tool = TOOLS_BY_NAME[decision.tool]
     return tool, tool.parse_args(decision.args), decision
-
-
-def refuse(decision: Decision, state: State, allowed: list[Tool]) -> str | None:
-    if decision.tool not in {t.name for t in allowed}:
-        return "not an allowed tool now"
-    tool = TOOLS_BY_NAME[decision.tool]
-    try:
-        args = tool.parse_args(decision.args)
-    except ValidationError as e:
-        return f"bad arguments: {e.error_count()} errors"
-    return tool.check_args(state, args)
 
 
 async def call(ctx: WorkflowContext, turn: int, tool: Call[Any, Any], args: Any, state: State) -> str:
@@ -162,6 +143,16 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State) -> str:
     return tool.apply(state, tool.Payload.model_validate(raw))
 
 
+def report_security(ctx: WorkflowContext, state: State, reported: int) -> int:
+    """Security events the SKU has not heard of yet go to its record now, not when the run ends."""
+    from replenisher.durable.sku_agent import note_security
+
+    fresh = state.security_events[reported:]
+    if fresh:
+        ctx.object_send(note_security, state.sku, SecurityNotes(run_id=state.run_id, events=fresh))
+    return len(state.security_events)
+
+
 def report_outcome(ctx: WorkflowContext, result: ReplenishmentResult) -> None:
     from replenisher.durable.sku_agent import finish
 
@@ -178,8 +169,9 @@ async def deliver(ctx: WorkflowSharedContext, message: Message) -> None:
 
 @replenish.handler(name="state")
 async def view_state(ctx: WorkflowSharedContext) -> RunView:
+    state = await ctx.get("state", type_hint=State)
     return RunView(
-        state=await ctx.get("state", type_hint=State),
+        state=without_secrets(state) if state else None,
         waiting=await ctx.get("waiting", type_hint=CurrentWait),
     )
 

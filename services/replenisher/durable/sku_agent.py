@@ -18,7 +18,9 @@ from restate.exceptions import TerminalError
 from replenisher.config import settings
 from replenisher.domain.documents import EVENT_PAYLOADS, EventKind, GoodsReceipt, StockLevel
 from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.security import SecurityNotes
 from replenisher.domain.sku import SkuRecord
+from replenisher.durable.deciders import decider_terms
 from replenisher.durable.replenish import Message, RunRequest
 from replenisher.durable.replenish import deliver as deliver_to_run
 from replenisher.durable.replenish import run as replenish_run
@@ -87,7 +89,13 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
     started = record.consider(stock, await ctx.time())
     if started is not None:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
-        request = RunRequest(stock=stock, day_seconds=settings().day_seconds, waits=settings().waits)
+        request = RunRequest(
+            stock=stock,
+            day_seconds=settings().day_seconds,
+            waits=settings().waits,
+            memory=record.memory.brief(),
+            decider_terms=decider_terms(),
+        )
         ctx.workflow_send(replenish_run, started.run_id, request)
     return CheckResult(
         sku=record.sku,
@@ -185,6 +193,15 @@ async def finish(ctx: ObjectContext, result: ReplenishmentResult) -> None:
     record = await load(ctx)
     rest = settings().days(settings().rest_after_failure_days).total_seconds()
     if record is not None and record.finish(result, rest_seconds=rest):
+        ctx.set(RECORD, record)
+
+
+@validated(sku_agent.handler, ingress_private=True)
+async def note_security(ctx: ObjectContext, notes: SecurityNotes) -> None:
+    """A run's security events, kept on the SKU's record as they happen."""
+    record = await load(ctx)
+    if record is not None:
+        record.security.add(notes.run_id, notes.events, await ctx.time())
         ctx.set(RECORD, record)
 
 

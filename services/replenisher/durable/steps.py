@@ -37,8 +37,9 @@ def retry_options(type_hint: type[T]) -> RunOptions[T]:
 @cache
 def outside_world() -> World:
     from replenisher.adapters.world import HttpWorld
+    from replenisher.durable.deciders import current_reader
 
-    return HttpWorld(settings().world_url)
+    return HttpWorld(settings().world_url, reader=current_reader())
 
 
 async def step(ctx: Context, name: str, result: type[T], action: Callable[..., Awaitable[T]], *args: Any) -> T:
