@@ -1,0 +1,37 @@
+"""Small formatting helpers shared by the text and HTML timelines."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def clock(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = max(seconds, 0.0)
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f}min"
+    if seconds < 86_400:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86_400:.1f}d"
+
+
+def days(n: float | None) -> str:
+    if n is None:
+        return ""
+    return f"{n:.1f} business day{'s' if round(n, 1) != 1 else ''}"
+
+
+def shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"

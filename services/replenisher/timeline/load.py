@@ -1,0 +1,56 @@
+"""Fetch what Restate and the run recorded, and build the run's timeline."""
+
+from __future__ import annotations
+
+import time
+
+from replenisher.domain.sku import SkuRecord
+from replenisher.timeline.build import build_timeline, outage_clusters
+from replenisher.timeline.model import Timeline
+from replenisher.timeline.restate import NotFound, RestateClient, run_id_of, valid_sku
+
+
+def chosen_run(record: SkuRecord, number: int | None) -> str:
+    """Run `number` of the SKU, or the one that matters now: the active run, else the last one."""
+    if number is not None:
+        if not 1 <= number <= record.runs_started:
+            had = f"only {record.runs_started} run{'s' if record.runs_started != 1 else ''}"
+            raise NotFound(f"{record.sku} has had {had}: no run {number}")
+        return run_id_of(record.sku, number)
+    if record.active is not None:
+        return record.active.run_id
+    if record.runs_started == 0:
+        raise NotFound(f"{record.sku} has had no replenishment yet")
+    return run_id_of(record.sku, record.runs_started)
+
+
+async def load_timeline(client: RestateClient, sku: str, number: int | None = None) -> Timeline:
+    sku = valid_sku(sku)
+    record = await client.sku_status(sku)
+    run_id = chosen_run(record, number)
+    return await load_run_timeline(client, record, run_id)
+
+
+async def load_run_timeline(client: RestateClient, record: SkuRecord, run_id: str) -> Timeline:
+    outcome = next((o for o in record.outcomes if o.run_id == run_id), None)
+    view = await client.run_view(run_id)
+    invocation = (await client.run_invocations([run_id])).get(run_id)
+    entries = await client.journal(invocation.id) if invocation else []
+    failures = await client.failures(invocation.id) if invocation else []
+    alive_after = {}
+    for cluster in outage_clusters(entries, failures):
+        back = await client.first_command_after(cluster[-1].at)
+        if back is not None:
+            alive_after[cluster[-1].at] = back
+    return build_timeline(
+        run_id,
+        record.sku,
+        now=time.time(),
+        invocation=invocation,
+        entries=entries,
+        failures=failures,
+        state=view.state,
+        waiting=view.waiting,
+        outcome=outcome,
+        alive_after=alive_after,
+    )
