@@ -1,0 +1,216 @@
+"""The console as a plain ASGI app: `hypercorn replenisher.console.app:app`, or `replenisher console`.
+
+It reads Restate through ingress and the admin API (REPLENISHER_INGRESS_URL and
+REPLENISHER_ADMIN_URL, local defaults otherwise) and holds no state of its own. Bind it to
+loopback: like the admin API, it can approve purchases. A decision form carries the
+request's one-time token, which another site cannot know, so a forged post cannot approve.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL
+from replenisher.console import pages
+from replenisher.console.inbox import BadDecision, NoPendingApproval, decide, pending_approvals
+from replenisher.console.overview import sku_rows
+from replenisher.timeline.html import render_html
+from replenisher.timeline.load import chosen_run, load_run_timeline
+from replenisher.timeline.model import Timeline
+from replenisher.timeline.restate import NotFound, OperatorError, Refused, RestateClient, Unreachable, valid_sku
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+MAX_FORM_BYTES = 16_384
+MANAGER = "manager (console)"
+
+
+class Response:
+    def __init__(self, body: str | bytes, status: int = 200, content_type: str = "text/html; charset=utf-8") -> None:
+        self.body = body.encode() if isinstance(body, str) else body
+        self.status = status
+        self.headers = [(b"content-type", content_type.encode()), (b"cache-control", b"no-store")]
+
+    @classmethod
+    def redirect(cls, location: str) -> Response:
+        response = cls(b"", 303)
+        response.headers.append((b"location", location.encode()))
+        return response
+
+    async def send(self, send: Send) -> None:
+        headers = [*self.headers, (b"content-length", str(len(self.body)).encode())]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+class Console:
+    def __init__(self, ingress_url: str | None = None, admin_url: str | None = None) -> None:
+        self.ingress_url = ingress_url or os.environ.get("REPLENISHER_INGRESS_URL", DEFAULT_INGRESS_URL)
+        self.admin_url = admin_url or os.environ.get("REPLENISHER_ADMIN_URL", DEFAULT_ADMIN_URL)
+        self._client: RestateClient | None = None
+        self.routes: list[tuple[str, re.Pattern[str], Callable[..., Awaitable[Response]]]] = [
+            ("GET", re.compile(r"/health"), self.health),
+            ("GET", re.compile(r"/"), self.home),
+            ("GET", re.compile(r"/inbox"), self.inbox),
+            ("POST", re.compile(r"/approvals"), self.approve),
+            ("GET", re.compile(r"/skus"), self.skus),
+            ("GET", re.compile(r"/skus/(?P<sku>[^/]+)"), self.sku),
+            ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)"), self.run),
+            ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)/fragment"), self.fragment),
+            ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)/timeline\.html"), self.download),
+        ]
+
+    @property
+    def client(self) -> RestateClient:
+        if self._client is None:
+            self._client = RestateClient(self.ingress_url, self.admin_url)
+        return self._client
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        response = await self.dispatch(scope, receive)
+        await response.send(send)
+
+    async def lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._client is not None:
+                    await self._client.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def dispatch(self, scope: Scope, receive: Receive) -> Response:
+        path, method = scope["path"], scope["method"]
+        allowed = False
+        for route_method, pattern, handler in self.routes:
+            match = pattern.fullmatch(path)
+            if match is None:
+                continue
+            allowed = True
+            if route_method != method:
+                continue
+            try:
+                return await handler(Request(scope, receive), **match.groupdict())
+            except NotFound as e:
+                return Response(pages.error_page(404, str(e)), 404)
+            except Unreachable as e:
+                return Response(pages.error_page(503, str(e)), 503)
+            except Refused as e:
+                return Response(pages.error_page(502, f"Restate refused: {e}"), 502)
+            except OperatorError as e:
+                return Response(pages.error_page(400, str(e)), 400)
+        if allowed:
+            return Response(pages.error_page(405, f"{method} is not allowed on {path}"), 405)
+        return Response(pages.error_page(404, f"no page at {path}"), 404)
+
+    # --- pages -----------------------------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        return Response(json.dumps({"ok": True}), content_type="application/json")
+
+    async def home(self, request: Request) -> Response:
+        return Response.redirect("/inbox")
+
+    async def inbox(self, request: Request, flash: tuple[str, str] | None = None, status: int = 200) -> Response:
+        pending = await pending_approvals(self.client)
+        return Response(pages.inbox(pending, time.time(), flash), status)
+
+    async def approve(self, request: Request) -> Response:
+        form = await request.form()
+        decision = form.get("decision")
+        if decision not in ("approve", "reject"):
+            return await self.inbox(request, ("error", "choose Approve or Reject"), 400)
+        up_to: float | None = None
+        if decision == "approve" and form.get("up_to"):
+            try:
+                up_to = float(form["up_to"])
+            except ValueError:
+                return await self.inbox(request, ("error", f"{form['up_to']!r} is not a price"), 400)
+        try:
+            decided = await decide(
+                self.client,
+                form.get("sku", ""),
+                approved=decision == "approve",
+                up_to=up_to,
+                note=form.get("note", "")[:2000],
+                by=MANAGER,
+                token=form.get("token") or None,
+            )
+        except NoPendingApproval as e:
+            return await self.inbox(request, ("error", str(e)), 409)
+        except BadDecision as e:
+            return await self.inbox(request, ("error", str(e)), 400)
+        verdict = f"approved up to {decided.up_to:.2f}" if decided.approved else "rejected"
+        number = decided.run_id.rsplit("-", 1)[-1]
+        note = quote(f"{decided.po_number} {verdict}: the run carries on")
+        return Response.redirect(f"/skus/{quote(decided.sku)}/runs/{number}?done={note}")
+
+    async def skus(self, request: Request) -> Response:
+        return Response(pages.skus(await sku_rows(self.client), time.time()))
+
+    async def sku(self, request: Request, sku: str) -> Response:
+        record = await self.client.sku_status(valid_sku(sku))
+        if record.runs_started == 0:
+            return Response(pages.sku_detail(record, None, None))
+        run_id = chosen_run(record, None)
+        timeline = await load_run_timeline(self.client, record, run_id)
+        return Response(pages.sku_detail(record, timeline, self._fragment_url(run_id)))
+
+    async def run(self, request: Request, sku: str, n: str) -> Response:
+        timeline, run_id = await self._timeline(sku, n)
+        done = request.query.get("done")
+        return Response(pages.run_page(timeline, self._fragment_url(run_id), ("ok", done) if done else None))
+
+    async def fragment(self, request: Request, sku: str, n: str) -> Response:
+        timeline, run_id = await self._timeline(sku, n)
+        return Response(pages.timeline_block(timeline, self._fragment_url(run_id)))
+
+    async def download(self, request: Request, sku: str, n: str) -> Response:
+        timeline, _ = await self._timeline(sku, n)
+        return Response(render_html(timeline))
+
+    async def _timeline(self, sku: str, n: str) -> tuple[Timeline, str]:
+        record = await self.client.sku_status(valid_sku(sku))
+        run_id = chosen_run(record, int(n))
+        return await load_run_timeline(self.client, record, run_id), run_id
+
+    @staticmethod
+    def _fragment_url(run_id: str) -> str:
+        return pages.run_href(run_id) + "/fragment"
+
+
+class Request:
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.scope = scope
+        self.receive = receive
+        raw = scope.get("query_string", b"").decode("latin-1")
+        self.query = {k: v[-1] for k, v in parse_qs(raw).items()}
+
+    async def form(self) -> dict[str, str]:
+        body = b""
+        while True:
+            message = await self.receive()
+            body += message.get("body", b"")
+            if len(body) > MAX_FORM_BYTES:
+                raise OperatorError("the form is too large")
+            if not message.get("more_body"):
+                break
+        return {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+
+
+app = Console()

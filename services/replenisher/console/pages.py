@@ -1,0 +1,228 @@
+"""The console's pages: server-rendered HTML, one small script that refreshes a running timeline."""
+
+from __future__ import annotations
+
+from html import escape
+
+from replenisher.console.inbox import PendingApproval
+from replenisher.console.overview import SkuRow
+from replenisher.domain.sku import SkuRecord
+from replenisher.timeline.format import clock, duration
+from replenisher.timeline.html import STYLE as TIMELINE_STYLE
+from replenisher.timeline.html import render_fragment
+from replenisher.timeline.model import Timeline
+
+STYLE = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #111827; margin: 0; }
+body { background: #f9fafb; }
+header { background: #1e3a5f; color: #fff; padding: 10px 24px; display: flex; gap: 24px; align-items: baseline; }
+header b { font-size: 17px; }
+header a { color: #dbeafe; text-decoration: none; }
+header a.here { color: #fff; font-weight: 600; border-bottom: 2px solid #93c5fd; }
+main { padding: 18px 24px; max-width: 1200px; }
+h1 { font-size: 20px; margin: 4px 0 12px; }
+table.list { border-collapse: collapse; width: 100%; background: #fff; box-shadow: 0 1px 2px #0001; }
+table.list th, table.list td { text-align: left; padding: 8px 10px; border-bottom: 1px solid #e5e7eb; }
+table.list td { vertical-align: top; }
+table.list th { font-size: 12px; text-transform: uppercase; color: #6b7280; background: #f3f4f6; }
+td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
+.muted { color: #6b7280; font-size: 13px; }
+.flash { padding: 8px 12px; margin: 0 0 14px; border-radius: 4px; }
+.flash.ok { background: #dcfce7; border: 1px solid #86efac; }
+.flash.error { background: #fee2e2; border: 1px solid #fca5a5; }
+form.decide { display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
+form.decide input[type=number] { width: 90px; padding: 4px; }
+form.decide input[type=text] { width: 160px; padding: 4px; }
+button { padding: 5px 12px; border-radius: 4px; border: 1px solid #9ca3af; background: #fff; cursor: pointer; }
+button.approve { background: #15803d; border-color: #166534; color: #fff; }
+button.reject { background: #fff; border-color: #b91c1c; color: #b91c1c; }
+.tag { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 12px; background: #e5e7eb; }
+.tag.approval { background: #fef3c7; color: #92400e; }
+.tag.retrying { background: #fee2e2; color: #991b1b; }
+.tag.received { background: #dcfce7; color: #166534; }
+.warn { color: #b45309; }
+.card { background: #fff; padding: 14px 18px; box-shadow: 0 1px 2px #0001; margin-bottom: 14px; }
+"""
+
+REFRESH_SCRIPT = """
+<script>
+(function () {
+  const section = () => document.getElementById('timeline');
+  async function refresh() {
+    const s = section();
+    if (!s || s.dataset.finished === 'true') return;
+    try {
+      const r = await fetch(s.dataset.fragment, {cache: 'no-store'});
+      if (r.ok) { s.outerHTML = await r.text(); }
+    } catch (e) { /* the next tick tries again */ }
+    setTimeout(refresh, 1500);
+  }
+  setTimeout(refresh, 1500);
+})();
+</script>
+"""
+
+
+def page(title: str, body: str, here: str = "", flash: tuple[str, str] | None = None) -> str:
+    nav = "".join(
+        f"<a href='{href}' class='{'here' if key == here else ''}'>{label}</a>"
+        for key, href, label in (("inbox", "/inbox", "Approval inbox"), ("skus", "/skus", "SKUs"))
+    )
+    message = f"<p class='flash {flash[0]}' role=status>{escape(flash[1])}</p>" if flash else ""
+    return (
+        "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width, initial-scale=1'>"
+        f"<title>{escape(title)} · Stock Replenisher</title><style>{STYLE}{TIMELINE_STYLE}</style></head>"
+        f"<body><header><b>Stock Replenisher</b>{nav}</header><main>{message}{body}</main></body></html>\n"
+    )
+
+
+def inbox(pending: list[PendingApproval], now: float, flash: tuple[str, str] | None = None) -> str:
+    if not pending:
+        body = "<h1>Approval inbox</h1><p class=muted id=empty>Nothing waits for your approval.</p>"
+        return page("Approval inbox", body, "inbox", flash)
+    rows = []
+    for p in pending:
+        expired = (
+            "<div class=warn>quote expired: the agent will re-quote</div>"
+            if p.quote_expired(now)
+            else f"<div class=muted>quote valid until {escape(clock(p.quote_valid_until))}</div>"
+        )
+        waiting = "" if p.waiting else "<div class=muted>the run is not waiting yet</div>"
+        rows.append(
+            f"<tr data-po='{escape(p.po_number)}' data-sku='{escape(p.sku)}'>"
+            f"<td><b>{escape(p.po_number)}</b><div class=muted><a href='{run_href(p.run_id)}'>"
+            f"{escape(p.run_id)}</a></div></td>"
+            f"<td><a href='/skus/{escape(p.sku)}'>{escape(p.sku)}</a></td>"
+            f"<td>{escape(p.supplier)}</td>"
+            f"<td class=num>{p.quantity}</td>"
+            f"<td class=num>{p.unit_price:.2f}<div class=muted>total {p.total:,.2f}</div></td>"
+            f"<td class=num>{escape(duration(p.age(now)))}{expired}{waiting}</td>"
+            f"<td class=num>{escape(clock(p.decide_by))}</td>"
+            f"<td>{decision_form(p)}</td></tr>"
+        )
+    body = (
+        f"<h1>Approval inbox <span class=tag>{len(pending)}</span></h1>"
+        "<table class=list id=inbox><thead><tr><th>PO</th><th>SKU</th><th>supplier</th><th>quantity</th>"
+        "<th>unit price</th><th>quote age</th><th>decide by</th><th>decision</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        "<p class=muted>Approving resolves the run's durable promise through Restate's ingress: the run "
+        "continues at once. Without a decision by the deadline the run cancels the PO (it fails closed).</p>"
+    )
+    return page("Approval inbox", body, "inbox", flash)
+
+
+def decision_form(p: PendingApproval) -> str:
+    hidden = "".join(
+        f"<input type=hidden name={name} value='{escape(value)}'>"
+        for name, value in (("sku", p.sku), ("run_id", p.run_id), ("token", p.token))
+    )
+    return (
+        f"<form class=decide method=post action='/approvals'>{hidden}"
+        f"<label>up to <input type=number name=up_to step=0.01 min='{p.unit_price:.2f}' "
+        f"value='{p.unit_price:.2f}' aria-label='approve up to price for {escape(p.po_number)}'></label>"
+        "<input type=text name=note placeholder='note (optional)' maxlength=500>"
+        "<button class=approve name=decision value=approve>Approve</button>"
+        "<button class=reject name=decision value=reject formnovalidate>Reject</button></form>"
+    )
+
+
+def skus(rows: list[SkuRow], now: float) -> str:
+    if not rows:
+        return page("SKUs", "<h1>SKUs</h1><p class=muted>No SKU agent yet: check or watch a SKU first.</p>", "skus")
+    body_rows = []
+    for r in rows:
+        state = "-"
+        if r.retrying:
+            state = f"<span class='tag retrying'>retrying</span> <span class=muted>{escape(r.retrying)}</span>"
+        elif r.waiting is not None:
+            kind = "approval" if r.awaiting_approval else ""
+            since = f" for {duration(now - r.waiting_since)}" if r.waiting_since else ""
+            state = (
+                f"<span class='tag {kind}'>{escape(r.waiting.tool)}</span>"
+                f"<div class=muted>waiting{escape(since)}, until {escape(clock(r.waiting.deadline))}</div>"
+            )
+        elif r.active_run:
+            state = escape(r.run_status or "running")
+        last = "-"
+        if r.last_outcome is not None:
+            o = r.last_outcome
+            last = (
+                f"<span class='tag {escape(o.outcome)}'>{escape(o.outcome)}</span> "
+                f"<a href='{run_href(o.run_id)}'>{escape(o.run_id.rsplit('-', 1)[-1])}</a>"
+                f"<div class=muted>{escape(o.detail)}</div>"
+            )
+        active = f"<a href='{run_href(r.active_run)}'>{escape(r.active_run)}</a>" if r.active_run else "-"
+        body_rows.append(
+            f"<tr data-sku='{escape(r.sku)}'><td><a href='/skus/{escape(r.sku)}'><b>{escape(r.sku)}</b></a></td>"
+            f"<td>{'yes' if r.watching else 'no'}</td><td class=num>{r.runs}</td><td>{active}</td>"
+            f"<td>{state}</td><td>{last}</td><td class=num>{r.kept_messages or ''}</td></tr>"
+        )
+    body = (
+        f"<h1>SKUs <span class=tag>{len(rows)}</span></h1><table class=list id=skus><thead><tr><th>SKU</th>"
+        "<th>watched</th><th>runs</th><th>active run</th><th>now</th><th>last outcome</th><th>kept msgs</th>"
+        "</tr></thead><tbody>" + "".join(body_rows) + "</tbody></table>"
+    )
+    return page("SKUs", body, "skus")
+
+
+def sku_detail(record: SkuRecord, timeline: Timeline | None, fragment_url: str | None) -> str:
+    runs = []
+    outcomes = {o.run_id: o for o in record.outcomes}
+    for n in range(record.runs_started, 0, -1):
+        run_id = f"replenish-{record.sku}-{n}"
+        o = outcomes.get(run_id)
+        status = (
+            "running"
+            if record.active and record.active.run_id == run_id
+            else (f"{o.outcome}: {o.detail}" if o else "(older than the kept outcomes)")
+        )
+        link = f"<a href='{run_href(run_id)}'>{escape(run_id)}</a>"
+        runs.append(f"<li>{link} <span class=muted>{escape(status)}</span></li>")
+    stats = record.stats
+    by_outcome = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_outcome.items())) or "none yet"
+    kept = ""
+    if record.kept:
+        items = "".join(
+            f"<li>{escape(m.event)} at {escape(clock(m.at))}: {escape(m.reason)}</li>" for m in record.kept[-10:]
+        )
+        kept = f"<div class=card><b>Kept messages</b> (no run read them)<ul>{items}</ul></div>"
+    body = (
+        f"<h1>{escape(record.sku)}</h1><div class=card>watched: {'yes' if record.watch.watching else 'no'} · "
+        f"runs: {record.runs_started} · outcomes: {escape(by_outcome)}"
+        f"<ul>{''.join(runs) or '<li class=muted>no replenishment yet</li>'}</ul></div>{kept}"
+    )
+    if timeline is not None and fragment_url is not None:
+        body += f"<div class=card>{timeline_block(timeline, fragment_url)}</div>{REFRESH_SCRIPT}"
+    return page(record.sku, body, "skus")
+
+
+def run_page(timeline: Timeline, fragment_url: str, flash: tuple[str, str] | None = None) -> str:
+    download = f"{fragment_url.rsplit('/', 1)[0]}/timeline.html"
+    body = (
+        f"<p class=muted><a href='/skus/{escape(timeline.sku)}'>← {escape(timeline.sku)}</a> · "
+        f"<a href='{escape(download)}' download>download this timeline (HTML)</a></p>"
+        f"<div class=card>{timeline_block(timeline, fragment_url)}</div>{REFRESH_SCRIPT}"
+    )
+    return page(timeline.run_id, body, "skus", flash)
+
+
+def timeline_block(timeline: Timeline, fragment_url: str) -> str:
+    """The timeline fragment, tagged so the page script can refresh it while the run goes on."""
+    html = render_fragment(timeline)
+    finished = "true" if timeline.finished else "false"
+    return html.replace(
+        "<section class=tl ",
+        f"<section data-fragment='{escape(fragment_url)}' data-finished='{finished}' class=tl ",
+        1,
+    )
+
+
+def run_href(run_id: str) -> str:
+    sku, number = run_id.removeprefix("replenish-").rsplit("-", 1)
+    return f"/skus/{escape(sku)}/runs/{escape(number)}"
+
+
+def error_page(status: int, message: str) -> str:
+    return page(f"{status}", f"<h1>{status}</h1><p class='flash error'>{escape(message)}</p>")
