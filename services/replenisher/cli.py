@@ -1,67 +1,559 @@
-"""`replenisher`: the command line for people. Thin clients over Restate's ingress."""
+"""`replenisher`: the command line for people. Thin clients over Restate's ingress and admin API.
+
+Human-readable output by default, `--json` for scripts. Exit codes: 0 done; 1 refused, not
+found, or nothing to approve; 2 bad usage; 3 Restate not reachable.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import shutil
 import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
-import httpx
+from pydantic import BaseModel, Field
 
-from replenisher.config import DEFAULT_INGRESS_URL
+from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL
+from replenisher.domain.costs import CostLedger
+from replenisher.timeline.format import clock, duration, shorten
+from replenisher.timeline.restate import OperatorError, RestateClient, Unreachable, valid_sku
+
+EXIT_REFUSED = 1
+EXIT_UNREACHABLE = 3
+DEFAULT_CONSOLE_PORT = 8090
+
+COMMANDS = """\
+commands people use daily:
+  skus                       every SKU agent: active run, what it waits for and since when, last outcome
+  status SKU                 one agent: its active run, the pending approval and its token, recent outcomes
+  approve SKU --up-to PRICE  approve the pending PO up to a unit price (resolves the run's durable promise)
+  reject SKU                 reject the pending PO
+  timeline SKU [--run N]     a run as a timeline: turns, steps and retries, waits, outages, the outcome
+  outcomes [SKU]             how recent replenishments ended
+  cost [SKU]                 what the model cost, per SKU and run, and what was bought
+  deliver SKU EVENT JSON     send a message to a SKU's address (approval, supplier-reply, goods)
+  check / watch / unwatch    read stock now / on a durable timer / stop the timer
+  console                    the manager's web console (approval inbox, SKUs, timelines)
+  up / down / demo           the local stack, and the demo
+"""
 
 
-def ingress_url() -> str:
-    return os.environ.get("REPLENISHER_INGRESS_URL", DEFAULT_INGRESS_URL).rstrip("/")
+# --- plumbing ---------------------------------------------------------------------------
 
 
-def call(method: str, path: str, body: Any = None) -> Any:
-    url = f"{ingress_url()}{path}"
+def ingress_url(args: argparse.Namespace | None = None) -> str:
+    given = getattr(args, "ingress_url", None)
+    return (given or os.environ.get("REPLENISHER_INGRESS_URL", DEFAULT_INGRESS_URL)).rstrip("/")
+
+
+def admin_url(args: argparse.Namespace | None = None) -> str:
+    given = getattr(args, "admin_url", None)
+    return (given or os.environ.get("REPLENISHER_ADMIN_URL", DEFAULT_ADMIN_URL)).rstrip("/")
+
+
+def emit(args: argparse.Namespace, data: Any, human: Callable[[], str]) -> None:
+    """`--json`: the data as JSON on stdout; otherwise the human rendering."""
+    if args.json:
+        print(json.dumps(jsonable(data), indent=2))
+    else:
+        print(human())
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def terminal_width() -> int:
+    return max(shutil.get_terminal_size((120, 40)).columns, 80)
+
+
+class Progress:
+    """A one-line progress display on stderr for things that take a while (quiet when not a tty)."""
+
+    FRAMES = "|/-\\"
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.tty = sys.stderr.isatty()
+        self.started = time.monotonic()
+        self.frame = 0
+
+    def tick(self, detail: str = "") -> None:
+        if not self.tty:
+            return
+        self.frame = (self.frame + 1) % len(self.FRAMES)
+        elapsed = time.monotonic() - self.started
+        line = f"{self.FRAMES[self.frame]} {self.what} {elapsed:4.1f}s {detail}"
+        sys.stderr.write("\r" + shorten(line, terminal_width() - 1).ljust(terminal_width() - 1))
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r" + " " * (terminal_width() - 1) + "\r")
+            sys.stderr.flush()
+
+
+# --- the commands -----------------------------------------------------------------------
+
+
+async def cmd_check(client: RestateClient, args: argparse.Namespace) -> int:
+    sku = valid_sku(args.sku)
+    result = await client.ingress("POST", f"/SkuAgent/{sku}/check")
+
+    def human() -> str:
+        line = f"{sku}: on hand {result['on_hand']}, safety stock {result['safety_stock']}"
+        if result.get("started"):
+            return f"{line}: started {result['started']}"
+        if result.get("active"):
+            return f"{line}: {result['active']} is already running"
+        if result.get("held_until"):
+            return f"{line}: resting after a run without goods until {clock(result['held_until'])}"
+        return f"{line}: nothing to do"
+
+    emit(args, result, human)
+    return 0
+
+
+async def cmd_watch(client: RestateClient, args: argparse.Namespace) -> int:
+    sku = valid_sku(args.sku)
+    body = {"interval_days": args.every} if args.every else {}
+    record = await client.ingress("POST", f"/SkuAgent/{sku}/watch", body)
+    every = record["watch"]["interval_days"]
+    emit(args, record, lambda: f"{sku}: checking stock every {every:g} business day{'s' if every != 1 else ''}")
+    return 0
+
+
+async def cmd_unwatch(client: RestateClient, args: argparse.Namespace) -> int:
+    sku = valid_sku(args.sku)
+    record = await client.ingress("POST", f"/SkuAgent/{sku}/unwatch")
+    emit(args, record, lambda: f"{sku}: no longer checking stock on a timer")
+    return 0
+
+
+async def cmd_deliver(client: RestateClient, args: argparse.Namespace) -> int:
     try:
-        response = httpx.request(method, url, json=body, timeout=30)
-    except httpx.TransportError as e:
-        raise SystemExit(
-            f"error: cannot reach Restate's ingress at {ingress_url()} ({e}); is the stack up? (make up)"
-        ) from e
-    if response.is_error:
-        try:
-            message = response.json().get("message", response.text)
-        except ValueError:
-            message = response.text
-        raise SystemExit(f"error: {response.status_code}: {message}")
-    return response.json() if response.content else None
+        payload = json.loads(args.payload)
+    except json.JSONDecodeError as e:
+        raise OperatorError(f"the payload is not valid JSON: {e}") from e
+    if not isinstance(payload, dict):
+        raise OperatorError("the payload must be a JSON object")
+    answer = await client.deliver(args.sku, args.event, payload, idempotency_key=args.idempotency_key)
+
+    def human() -> str:
+        if answer.get("kept"):
+            return f"{args.sku}: {args.event} kept (no run is waiting for it; `status` lists it)"
+        return f"{args.sku}: {args.event} #{answer.get('seq')} routed to {answer.get('run_id')}"
+
+    emit(args, answer, human)
+    return 0
 
 
-def show(value: Any) -> None:
-    print(json.dumps(value, indent=2))
+async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
+    record = await client.sku_status(args.sku)
+    view = await client.run_view(record.active.run_id) if record.active else None
+    data = {"record": record, "run": view}
+
+    def human() -> str:
+        stats = record.stats
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_outcome.items())) or "none yet"
+        watch = f"checked every {record.watch.interval_days:g} days" if record.watch.watching else "not watched"
+        lines = [f"{record.sku}: {watch} · {record.runs_started} runs started · outcomes: {outcomes}"]
+        if record.hold_until and record.hold_until > time.time():
+            lines.append(f"resting until {clock(record.hold_until)} after a run that ended without goods")
+        if record.active is None:
+            lines.append("no replenishment running")
+        else:
+            a = record.active
+            lines.append(
+                f"active: {a.run_id} since {clock(a.started_at)} (on hand {a.on_hand} < safety {a.safety_stock})"
+            )
+            lines += _run_lines(record.sku, view)
+        if record.outcomes:
+            lines.append("recent outcomes:")
+            for o in record.outcomes[-5:][::-1]:
+                price = f" at {o.unit_price:.2f}" if o.unit_price is not None else ""
+                lines.append(f"  {o.run_id}  {o.outcome:<9} {shorten(o.detail, 60)}{price}")
+        if record.kept:
+            lines.append(f"kept messages: {len(record.kept) + record.kept_overflow} (no run read them):")
+            for m in record.kept[-5:]:
+                lines.append(f"  {m.event} at {clock(m.at)}: {m.reason}")
+        return "\n".join(lines)
+
+    emit(args, data, human)
+    return 0
+
+
+def _run_lines(sku: str, view: Any) -> list[str]:
+    if view is None or view.state is None:
+        return ["  (the run has not saved its state yet)"]
+    state = view.state
+    lines = []
+    if view.waiting is not None:
+        lines.append(f"  waiting in {view.waiting.tool} until {clock(view.waiting.deadline)}")
+    if state.history:
+        last = state.history[-1]
+        lines.append(f"  last turn {last.turn}: {last.tool}: {shorten(last.summary or last.reason, 80)}")
+    approval = state.approval
+    if approval is not None and approval.status == "pending":
+        r = approval.request
+        lines.append(
+            f"  approval pending: {r.po_number} · {r.supplier} · {r.quantity} x {r.unit_price:.2f} = "
+            f"{r.quantity * r.unit_price:,.2f} · quote valid until {clock(r.expires_at)}"
+        )
+        lines.append(f"  approval token: {r.token}")
+        lines.append(
+            f"  decide with: replenisher approve {sku} --up-to {r.unit_price:.2f}   (or: replenisher reject {sku})"
+        )
+    elif approval is not None:
+        lines.append(
+            f"  approval: {approval.status}"
+            + (f" up to {approval.approved_up_to:.2f}" if approval.approved_up_to else "")
+        )
+    return lines
+
+
+async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
+    from replenisher.console.inbox import decide, wait_until_taken
+
+    approved = args.command == "approve"
+    decided = await decide(
+        client,
+        args.sku,
+        approved=approved,
+        up_to=args.up_to if approved else None,
+        note=args.note,
+        by=args.by,
+        token=args.token,
+    )
+    verdict = f"approved up to {decided.up_to:.2f}" if approved else "rejected"
+    state = None
+    if not args.no_wait and not decided.kept:
+        progress = Progress(f"waiting for {decided.run_id} to read the decision")
+        task = asyncio.ensure_future(wait_until_taken(client, decided, timeout=args.wait_seconds))
+        while not task.done():
+            progress.tick()
+            await asyncio.sleep(0.1)
+        progress.done()
+        state = task.result()
+    data = {"decided": decided, "run_state": state}
+
+    def human() -> str:
+        lines = [f"{decided.po_number} {verdict}: delivered to {decided.routed_to or 'the SKU (kept: no run waits)'}"]
+        if state is not None:
+            waits = [t.turn for t in state.history if t.tool == "wait_for_approval"]
+            since = [t for t in state.history if waits and t.turn >= waits[-1]]
+            lines.append(f"{decided.run_id} read it and carried on:")
+            lines += [f"  turn {t.turn} {t.tool}: {shorten(t.summary or t.reason, 90)}" for t in since]
+        elif not args.no_wait and not decided.kept:
+            lines.append(f"{decided.run_id} has not read it yet (it will when it resumes)")
+        return "\n".join(lines)
+
+    emit(args, data, human)
+    return 0
+
+
+async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
+    from replenisher.console.overview import sku_rows
+
+    rows = await sku_rows(client)
+    now = time.time()
+
+    def human() -> str:
+        if not rows:
+            return "no SKU agents yet: `replenisher check SKU` or `watch SKU` creates one"
+        out = [("SKU", "watched", "runs", "active run", "now", "last outcome")]
+        for r in rows:
+            if r.retrying:
+                doing = f"RETRYING: {r.retrying}"
+            elif r.waiting is not None:
+                since = f" for {duration(now - r.waiting_since)}" if r.waiting_since else ""
+                doing = f"{r.waiting.tool}{since} (until {clock(r.waiting.deadline)[11:19]})"
+            elif r.active_run:
+                doing = r.run_status or "running"
+            else:
+                doing = "-"
+            last = r.last_outcome
+            last_text = f"{last.outcome} ({last.run_id.rsplit('-', 1)[-1]}): {last.detail}" if last else "-"
+            out.append(
+                (
+                    r.sku,
+                    "yes" if r.watching else "no",
+                    str(r.runs),
+                    r.active_run or "-",
+                    shorten(doing, 60),
+                    shorten(last_text, 50),
+                )
+            )
+        return table(out)
+
+    emit(args, rows, human)
+    return 0
+
+
+async def cmd_timeline(client: RestateClient, args: argparse.Namespace) -> int:
+    from replenisher.timeline.html import render_html
+    from replenisher.timeline.load import load_timeline
+    from replenisher.timeline.text import render_text
+
+    timeline = await load_timeline(client, args.sku, args.run)
+    if args.html:
+        await asyncio.to_thread(Path(args.html).write_text, render_html(timeline))
+    if args.json:
+        print(json.dumps(timeline.model_dump(mode="json"), indent=2))
+    else:
+        print(render_text(timeline, width=args.width or terminal_width()))
+        if args.html:
+            print(f"\nwrote {args.html}")
+    return 0
+
+
+async def _records(client: RestateClient, sku: str | None) -> list[Any]:
+    if sku is not None:
+        return [await client.sku_status(sku)]
+    return await client.sku_records()
+
+
+async def cmd_outcomes(client: RestateClient, args: argparse.Namespace) -> int:
+    records = await _records(client, args.sku)
+    results = sorted((o for r in records for o in r.outcomes), key=lambda o: o.ended_at, reverse=True)
+
+    def human() -> str:
+        if not results:
+            return "no replenishment has ended yet"
+        out = [("run", "outcome", "received", "unit price", "supplier", "took", "ended", "detail")]
+        for o in results[: args.limit]:
+            out.append(
+                (
+                    o.run_id,
+                    o.outcome,
+                    f"{o.quantity_received}/{o.quantity_ordered}",
+                    f"{o.unit_price:.2f}" if o.unit_price is not None else "-",
+                    o.supplier or "-",
+                    duration(o.ended_at - o.started_at),
+                    clock(o.ended_at),
+                    shorten(o.detail, 50),
+                )
+            )
+        return table(out)
+
+    emit(args, results[: args.limit], human)
+    return 0
+
+
+class RunCost(BaseModel):
+    run_id: str
+    model: CostLedger
+    bought: float
+
+
+class SkuCost(BaseModel):
+    sku: str
+    runs: int
+    model: CostLedger = Field(description="model spend over every finished run of the SKU")
+    running_run_model: CostLedger | None = Field(description="the active run's spend so far")
+    bought: float = Field(description="received quantity x unit price, over the kept outcomes")
+    by_run: list[RunCost] = Field(default_factory=list)
+
+
+async def cmd_cost(client: RestateClient, args: argparse.Namespace) -> int:
+    records = await _records(client, args.sku)
+    states = await client.run_states([r.active.run_id for r in records if r.active])
+    rows = []
+    for r in records:
+        running = states.get(r.active.run_id) if r.active else None
+        by_run = [
+            RunCost(run_id=o.run_id, model=o.cost, bought=round(o.quantity_received * (o.unit_price or 0.0), 2))
+            for o in r.outcomes
+        ]
+        rows.append(
+            SkuCost(
+                sku=r.sku,
+                runs=r.runs_started,
+                model=r.costs,
+                running_run_model=running.decider_cost if running else None,
+                bought=round(sum(c.bought for c in by_run), 2),
+                by_run=by_run if args.sku else [],
+            )
+        )
+
+    def human() -> str:
+        if not rows:
+            return "no SKU agents yet"
+        out = [("SKU", "model calls", "tokens in/out", "model USD", "refused", "fallbacks", "active run USD", "bought")]
+        for row in rows:
+            ledger, live, usage = row.model, row.running_run_model, row.model.usage
+            tokens_in = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+            out.append(
+                (
+                    row.sku,
+                    str(ledger.calls),
+                    f"{_k(tokens_in)}/{_k(usage.output_tokens)}",
+                    f"{ledger.usd:.4f}",
+                    str(ledger.refused),
+                    str(ledger.fallbacks),
+                    f"{live.usd:.4f}" if live else "-",
+                    f"{row.bought:,.2f}",
+                )
+            )
+        total_usd = sum(r.model.usd + (r.running_run_model.usd if r.running_run_model else 0.0) for r in rows)
+        total_bought = sum(r.bought for r in rows)
+        lines = [table(out), "", f"model spend {total_usd:.4f} USD in all; bought {total_bought:,.2f}"]
+        for row in rows:
+            for run in row.by_run:
+                model = f"model {run.model.usd:.4f} USD in {run.model.calls} calls"
+                lines.append(f"  {run.run_id}: {model}, bought {run.bought:,.2f}")
+        lines.append("(the offline decider costs nothing; `bought` counts received goods at their unit price)")
+        return "\n".join(lines)
+
+    emit(args, rows, human)
+    return 0
+
+
+def _k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+# --- commands that are not thin clients ----------------------------------------------------
+
+
+def run_console(args: argparse.Namespace) -> int:
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    from replenisher.console.app import Console
+
+    config = Config()
+    config.bind = [f"{args.host}:{args.port}"]
+    config.accesslog = None
+    app = Console(ingress_url(args), admin_url(args))
+    print(f"console on http://{args.host}:{args.port}  (Restate ingress {app.ingress_url}, admin {app.admin_url})")
+    print("Ctrl-C stops it")
+    try:
+        asyncio.run(serve(app, config))  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+# --- argument parsing -----------------------------------------------------------------------
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="replenisher", description="Stock Replenisher: one durable agent per SKU.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(
+        prog="replenisher",
+        description="Stock Replenisher: one durable agent per SKU.",
+        epilog=COMMANDS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print JSON for scripts instead of text for people")
+    common.add_argument(
+        "--ingress-url", help=f"Restate ingress (default $REPLENISHER_INGRESS_URL or {DEFAULT_INGRESS_URL})"
+    )
+    common.add_argument(
+        "--admin-url", help=f"Restate admin API (default $REPLENISHER_ADMIN_URL or {DEFAULT_ADMIN_URL})"
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
     demo = sub.add_parser("demo", help="run the demo: ~20 SKUs for a few compressed weeks")
     demo.add_argument("--days", type=float, default=21, help="business days to simulate (default 21)")
     demo.add_argument("--day-seconds", type=float, default=1.0, help="seconds per business day (default 1)")
     sub.add_parser("up", help="start the local stack (same as `make up`)")
     sub.add_parser("down", help="stop the local stack, keeping its data")
+
+    sub.add_parser("skus", parents=[common], help="every SKU agent: active run, what it waits for, last outcome")
+    sub.add_parser(
+        "status", parents=[common], help="one SKU agent: active run, pending approval, outcomes"
+    ).add_argument("sku")
+    approve = sub.add_parser("approve", parents=[common], help="approve the SKU's pending PO up to a unit price")
+    approve.add_argument("sku")
+    approve.add_argument("--up-to", type=float, required=True, metavar="PRICE", help="highest unit price approved")
+    reject = sub.add_parser("reject", parents=[common], help="reject the SKU's pending PO")
+    reject.add_argument("sku")
+    for decision in (approve, reject):
+        decision.add_argument("--token", help="the approval token `status` shows; refused if the request changed")
+        decision.add_argument("--note", default="", help="a note for the record")
+        decision.add_argument("--by", default="manager (cli)", help="who decides (default: manager (cli))")
+        decision.add_argument("--no-wait", action="store_true", help="do not wait for the run to read the decision")
+        decision.add_argument("--wait-seconds", type=float, default=30.0, help="how long to wait for that (30)")
+
+    timeline = sub.add_parser("timeline", parents=[common], help="a replenishment as a timeline")
+    timeline.add_argument("sku")
+    timeline.add_argument("--run", type=int, metavar="N", help="run number (default: the active run, else the last)")
+    timeline.add_argument("--html", metavar="FILE", help="also write a self-contained HTML/SVG timeline to FILE")
+    timeline.add_argument("--width", type=int, help="text width (default: the terminal's)")
+
+    outcomes = sub.add_parser("outcomes", parents=[common], help="how recent replenishments ended")
+    outcomes.add_argument("sku", nargs="?")
+    outcomes.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    sub.add_parser("cost", parents=[common], help="model cost per SKU and run, and what was bought").add_argument(
+        "sku", nargs="?"
+    )
+
+    deliver = sub.add_parser("deliver", parents=[common], help="send a message to a SKU's address")
+    deliver.add_argument("sku")
+    deliver.add_argument("event", choices=["approval", "supplier-reply", "goods"])
+    deliver.add_argument("payload", help="the message as JSON")
+    deliver.add_argument("--idempotency-key", help="deliver once however often this is repeated")
     for name, text in [
         ("check", "read stock now and start a replenishment if it is low"),
         ("watch", "check stock every business day on a durable timer"),
         ("unwatch", "stop the periodic check"),
-        ("status", "the SKU agent's record: active run, outcomes, kept messages"),
     ]:
-        sub.add_parser(name, help=text).add_argument("sku")
-    deliver = sub.add_parser("deliver", help="send a message to a SKU's address")
-    deliver.add_argument("sku")
-    deliver.add_argument("event", choices=["approval", "supplier-reply", "goods"])
-    deliver.add_argument("payload", help="the message as JSON")
+        cmd = sub.add_parser(name, parents=[common], help=text)
+        cmd.add_argument("sku")
+        if name == "watch":
+            cmd.add_argument("--every", type=float, metavar="DAYS", help="business days between checks")
+
+    console = sub.add_parser("console", parents=[common], help="serve the manager's web console")
+    console.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: keep it private)")
+    console.add_argument(
+        "--port", type=int, default=DEFAULT_CONSOLE_PORT, help=f"port (default {DEFAULT_CONSOLE_PORT})"
+    )
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+HANDLERS: dict[str, Callable[[RestateClient, argparse.Namespace], Awaitable[int]]] = {
+    "check": cmd_check,
+    "watch": cmd_watch,
+    "unwatch": cmd_unwatch,
+    "deliver": cmd_deliver,
+    "status": cmd_status,
+    "approve": cmd_decide,
+    "reject": cmd_decide,
+    "skus": cmd_skus,
+    "timeline": cmd_timeline,
+    "outcomes": cmd_outcomes,
+    "cost": cmd_cost,
+}
+
+
+async def run_client_command(args: argparse.Namespace) -> int:
+    async with RestateClient(ingress_url(args), admin_url(args)) as client:
+        return await HANDLERS[args.command](client, args)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    args = parser().parse_args(list(argv) if argv is not None else None)
     if args.command == "demo":
         from replenisher.demo import run_demo
 
@@ -70,16 +562,16 @@ def main(argv: list[str] | None = None) -> int:
         from replenisher.stack.__main__ import main as stack_main
 
         return stack_main([args.command])
-    if args.command == "deliver":
-        try:
-            payload = json.loads(args.payload)
-        except json.JSONDecodeError as e:
-            raise SystemExit(f"error: the payload is not valid JSON: {e}") from e
-        show(call("POST", f"/SkuAgent/{args.sku}/deliver", {"event": args.event, "payload": payload}))
-        return 0
-    method, body = ("GET", None) if args.command == "status" else ("POST", {} if args.command == "watch" else None)
-    show(call(method, f"/SkuAgent/{args.sku}/{args.command}", body))
-    return 0
+    if args.command == "console":
+        return run_console(args)
+    try:
+        return asyncio.run(run_client_command(args))
+    except Unreachable as e:
+        print(f"error: {e} (start it with `make up`)", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except OperatorError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_REFUSED
 
 
 if __name__ == "__main__":
