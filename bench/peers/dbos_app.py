@@ -1,0 +1,166 @@
+"""The DBOS side: the loop as a DBOS workflow whose decider and tools are steps, messages by send/recv.
+
+`python -m bench.peers.dbos_app --port P --database URL --world URL` (PostgreSQL or SQLite URL).
+On start-up DBOS recovers every workflow left pending by an earlier process: it re-runs each
+from the top, each recorded step returning its checkpointed output, until the run waits again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from dbos import DBOS, DBOSConfig, SetWorkflowID
+from dbos._core import StepOptions
+from pydantic import BaseModel
+
+from bench.peers.gateway import Gateway, serve
+from bench.peers.loop import Rejected, StepFailed, execute_tool, offline_decision, replenish
+from bench.peers.shape import DAY_SECONDS, WAITS, decide_turn, woke_at
+from replenisher.adapters.world import HttpWorld
+from replenisher.domain.decisions import Decision
+from replenisher.domain.documents import EventKind, StockLevel
+from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.state import State
+from replenisher.domain.tools import Call
+from replenisher.domain.waits import WaitDays
+
+world: HttpWorld | None = None
+# How often the gateway looks for a finished run's result (DBOS polls for it; 1 s by default).
+# The wake-up stamp is taken inside the run, so this only affects when the driver sees the end.
+RESULT_POLL = 0.05
+
+
+def retry_unless_rejected(error: BaseException) -> bool:
+    return not isinstance(error, Rejected)
+
+
+# The same policy as our steps: 6 attempts, from 2 s doubling (DBOS has no cap on the interval).
+STEP: StepOptions = {
+    "retries_allowed": True,
+    "max_attempts": 6,
+    "interval_seconds": 2.0,
+    "backoff_rate": 2.0,
+    "should_retry": retry_unless_rejected,
+}
+
+
+async def clock() -> float:
+    import time
+
+    return time.time()
+
+
+class Steps:
+    """`Durable` over DBOS steps, durable sleep and the workflow's message topics."""
+
+    async def now(self) -> float:
+        return await DBOS.run_step_async({"name": "now"}, clock)
+
+    async def decide(self, turn: int, state: State, allowed: list[str]) -> Decision:
+        return await DBOS.run_step_async({**STEP, "name": f"decide {turn}"}, self._decide, state, allowed)
+
+    @staticmethod
+    async def _decide(state: State, allowed: list[str]) -> Decision:
+        return offline_decision(state, allowed)
+
+    async def execute(self, turn: int, tool: Call[Any, Any], state: State, args: BaseModel) -> BaseModel:
+        assert world is not None
+        try:
+            raw = await DBOS.run_step_async(
+                {**STEP, "name": f"{tool.name} {turn}"},
+                execute_tool,
+                tool.name,
+                state,
+                args.model_dump(mode="json"),
+                world,
+            )
+        except Rejected as e:
+            raise StepFailed(f"refused by the other side: {e.reason}") from e
+        except Exception as e:
+            raise StepFailed(str(e)) from e
+        return tool.Result.model_validate(raw)
+
+    async def sleep(self, name: str, seconds: float) -> None:
+        await DBOS.sleep_async(seconds)
+
+    async def receive(self, event: EventKind, seq: int, timeout: float) -> dict[str, Any] | None:  # noqa: ASYNC109
+        message: dict[str, Any] | None = await DBOS.recv_async(topic=event, timeout_seconds=timeout)
+        return message
+
+
+@DBOS.workflow(name="Replenish")
+async def replenish_workflow(run_id: str, stock: dict[str, Any], day_seconds: float, waits: dict[str, Any]) -> dict:
+    result = await replenish(
+        Steps(), run_id, StockLevel.model_validate(stock), day_seconds, WaitDays.model_validate(waits)
+    )
+    return result.model_dump(mode="json")
+
+
+async def _decide_turn(turn: int) -> dict[str, Any]:
+    return decide_turn(turn)
+
+
+async def _woke_at() -> float:
+    return woke_at()
+
+
+@DBOS.workflow(name="BenchRun")
+async def bench_run(steps: int) -> float:
+    for turn in range(steps):
+        await DBOS.run_step_async({"name": f"decide {turn}"}, _decide_turn, turn)
+    await DBOS.set_event_async("ready", True)
+    await DBOS.recv_async(topic="approval", timeout_seconds=365 * 86_400)
+    return await DBOS.run_step_async({"name": "after approval"}, _woke_at)
+
+
+class DbosEngine:
+    async def start_replenish(self, run_id: str, stock: StockLevel) -> None:
+        with SetWorkflowID(run_id):
+            await DBOS.start_workflow_async(
+                replenish_workflow, run_id, stock.model_dump(mode="json"), DAY_SECONDS, WAITS.model_dump(mode="json")
+            )
+
+    async def send(self, run_id: str, event: EventKind, payload: dict[str, Any]) -> None:
+        await DBOS.send_async(run_id, payload, topic=event)
+
+    async def replenish_result(self, run_id: str) -> ReplenishmentResult:
+        handle = await DBOS.retrieve_workflow_async(run_id)
+        return ReplenishmentResult.model_validate(await handle.get_result(polling_interval_sec=RESULT_POLL))
+
+    async def start_bench(self, run_id: str, steps: int) -> None:
+        with SetWorkflowID(run_id):
+            await DBOS.start_workflow_async(bench_run, steps)
+
+    async def bench_ready(self, run_id: str) -> bool:
+        return bool(await DBOS.get_event_async(run_id, "ready", timeout_seconds=0))
+
+    async def approve_bench(self, run_id: str, payload: dict[str, Any]) -> None:
+        await DBOS.send_async(run_id, payload, topic="approval")
+
+    async def bench_result(self, run_id: str) -> float:
+        handle = await DBOS.retrieve_workflow_async(run_id)
+        stamp: float = await handle.get_result(polling_interval_sec=RESULT_POLL)
+        return stamp
+
+
+async def main() -> None:
+    global world
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--database", required=True)
+    parser.add_argument("--world", required=True)
+    options = parser.parse_args()
+    world = HttpWorld(options.world)
+    config: DBOSConfig = {"name": "replenisher-bench", "system_database_url": options.database, "log_level": "WARNING"}
+    DBOS(config=config)
+    DBOS.launch()
+    try:
+        await serve(Gateway(DbosEngine(), options.world).app(), options.port)
+    finally:
+        DBOS.destroy()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,53 @@
+"""Ours: the replenisher service exactly as deployed, plus the synthetic wake-up workflow.
+
+Serve with `hypercorn bench.peers.restate_app:app`. The real `SkuAgent` and `Replenish` run
+unchanged; `BenchRun` (a Restate workflow) is the wake-up shape of `shape.py`: K `ctx.run`
+steps, a durable promise resolved by its `approve` handler, one step after it. `/bench/stats`
+reports the tasks the process holds, which is how many invocations it keeps open.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import restate
+from restate import WorkflowContext, WorkflowSharedContext
+
+from bench.peers.gateway import process_stats
+from bench.peers.shape import decide_turn, woke_at
+from replenisher.durable.replenish import replenish
+from replenisher.durable.sku_agent import sku_agent
+
+bench_run = restate.Workflow("BenchRun")
+
+
+@bench_run.main()
+async def run(ctx: WorkflowContext, steps: int) -> float:
+    for turn in range(steps):
+        await ctx.run_typed(f"decide {turn}", decide_turn, restate.RunOptions(type_hint=dict), turn)
+    ctx.set("ready", True)
+    await ctx.promise("approval", type_hint=dict).value()
+    return await ctx.run_typed("after approval", woke_at, restate.RunOptions(type_hint=float))
+
+
+@bench_run.handler(name="ready")
+async def ready(ctx: WorkflowSharedContext) -> bool:
+    return bool(await ctx.get("ready", type_hint=bool))
+
+
+@bench_run.handler()
+async def approve(ctx: WorkflowSharedContext, payload: dict[str, Any]) -> None:
+    await ctx.promise("approval", type_hint=dict).resolve(payload)
+
+
+service = restate.app(services=[sku_agent, replenish, bench_run])
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "http" and scope["path"] == "/bench/stats":
+        body = json.dumps(process_stats()).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body})
+        return
+    await service(scope, receive, send)

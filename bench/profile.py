@@ -1,0 +1,110 @@
+"""Where our service's CPU goes during full replenishments: py-spy samples, summed by module.
+
+A separate pass (the sampler costs CPU of its own, so it never runs during a measured one):
+a fresh stack, a burst of replenishments at concurrency 50, the service sampled throughout.
+The share in the adapters (httpx and `replenisher.adapters`) is the issue's question of how
+much of a replenishment's CPU the outside calls cost us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench.scenarios import Driver
+from bench.systems import Ours
+
+GROUPS = [
+    ("adapters (httpx, httpcore, h11, replenisher.adapters)", ("httpx/", "httpcore/", "h11/", "replenisher/adapters/")),
+    ("Restate SDK (restate, its VM)", ("restate/",)),
+    ("hypercorn and HTTP/2 (h2, hpack, hyperframe)", ("hypercorn/", "h2/", "hpack/", "hyperframe/")),
+    ("pydantic", ("pydantic/", "pydantic_core/")),
+    ("domain (rules, policy, tools)", ("replenisher/domain/",)),
+    ("durable glue (replenisher.durable)", ("replenisher/durable/",)),
+    ("thread pool (concurrent.futures)", ("concurrent/futures/",)),
+]
+
+
+def in_group(path: str, markers: tuple[str, ...]) -> bool:
+    return any(path.startswith(m) or f"/{m}" in path for m in markers)
+
+
+def frame_file(frame: str) -> str:
+    # py-spy raw frames look like "function (path/to/file.py:123)".
+    return frame[frame.rfind("(") + 1 :] if "(" in frame else frame
+
+
+def summarise(raw: Path, top: int = 15) -> dict[str, Any]:
+    total = 0
+    inclusive: Counter[str] = Counter()
+    leaves: Counter[str] = Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        total += count
+        frames = stack.split(";")
+        files = [frame_file(f) for f in frames]
+        for group, markers in GROUPS:
+            if any(in_group(f, markers) for f in files):
+                inclusive[group] += count
+        leaves[frames[-1]] += count
+    return {
+        "samples": total,
+        "share_inclusive": {g: round(inclusive[g] / total, 3) for g, _ in GROUPS} if total else {},
+        "top_self": [{"frame": f, "share": round(c / total, 3)} for f, c in leaves.most_common(top)] if total else [],
+    }
+
+
+def profile_ours(workdir: Path, say: Callable[[str], None], concurrency: int = 50, count: int = 150) -> dict[str, Any]:
+    system = Ours(workdir, name="restate-profile")
+    say("profile: our service under py-spy during a throughput run")
+    try:
+        system.start()
+        return asyncio.run(_profile(system, say, concurrency, count))
+    finally:
+        system.stop()
+
+
+async def _profile(system: Ours, say: Callable[[str], None], concurrency: int, count: int) -> dict[str, Any]:
+    assert system.service is not None and system.service.pid is not None
+    raw = system.workdir / "py-spy.txt"
+    py_spy = Path(sys.executable).parent / "py-spy"
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        driver = Driver(system, session, say)
+        await driver.throughput(5, 10, "warm")
+        sampler = await asyncio.create_subprocess_exec(
+            str(py_spy),
+            "record",
+            "--pid",
+            str(system.service.pid),
+            "--format",
+            "raw",
+            "--output",
+            str(raw),
+            "--rate",
+            "200",
+            "--nonblocking",
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        await asyncio.sleep(1.0)  # let py-spy attach
+        level = await driver.throughput(concurrency, count, "prof")
+        sampler.send_signal(2)  # SIGINT: py-spy writes what it has and exits
+        _, err = await asyncio.wait_for(sampler.communicate(), 30)
+    if not raw.exists():
+        raise RuntimeError(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
+    summary = summarise(raw)
+    summary["throughput_while_sampled"] = level["per_s"]
+    summary["cpu_ms_per_replenishment"] = level["cpu_ms_per_op"]
+    for group, share in summary["share_inclusive"].items():
+        say(f"  {share * 100:5.1f}%  {group}")
+    return summary

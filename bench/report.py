@@ -1,0 +1,413 @@
+"""From results.json to what a reader sees: PNG plots, one ratio line per metric, the README table.
+
+Ratios are read as "the peer's figure is Nx ours": above 1 the peer costs more (time, CPU,
+memory, disk) or, for throughput, pushes more through.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+JSON = dict[str, Any]
+Say = Callable[[str], None]
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+FULL_RUN = "30"
+OURS_HOT, OURS_COLD = "restate", "restate-suspending"
+PEERS = ["temporal", "dbos-postgres", "dbos-sqlite", "asyncio"]
+COLORS = {
+    "restate": "#d62728",
+    "restate-suspending": "#ff7f0e",
+    "temporal": "#1f77b4",
+    "dbos-postgres": "#2ca02c",
+    "dbos-sqlite": "#17becf",
+    "asyncio": "#7f7f7f",
+}
+
+
+# --- reading the results -------------------------------------------------------------------
+
+
+def mem(point: JSON, role: str) -> float | None:
+    """Memory of a process tree: PSS (RSS with shared pages split; PostgreSQL's shared buffers once)."""
+    m = point["memory_mb"].get(role)
+    return m["pss_mb"] if m else None
+
+
+def cpu(result: JSON, roles: tuple[str, ...] = ("service", "engine")) -> float:
+    per = result["cpu_ms_per_op"]
+    return sum(per.get(r, 0.0) for r in roles)
+
+
+def wake_of(results: JSON, system: str, state: str, steps: str = FULL_RUN) -> JSON | None:
+    """Ours: hot from `restate`, cold (suspended) from `restate-suspending`; peers: their own."""
+    if system == "restate" and state == "cold":
+        system = OURS_COLD
+    data = results["systems"].get(system)
+    if data is None:
+        return None
+    wake: JSON | None = data.get("wake", {}).get(state, {}).get(steps)
+    return wake
+
+
+def best_throughput(data: JSON) -> JSON | None:
+    levels = data.get("throughput") or []
+    return max(levels, key=lambda level: level["per_s"]) if levels else None
+
+
+def level_at(data: JSON, concurrency: int) -> JSON | None:
+    return next((lv for lv in data.get("throughput") or [] if lv["concurrency"] == concurrency), None)
+
+
+def idle_last(data: JSON) -> JSON | None:
+    points = data.get("idle") or []
+    return points[-1] if points else None
+
+
+def growth_kb(point: JSON, first: JSON, roles: tuple[str, ...] = ("service", "engine")) -> float | None:
+    """Memory added per extra waiting run between the first and the last size measured."""
+    runs = point["waiting"] - first["waiting"]
+    if runs <= 0:
+        return None
+    total = 0.0
+    for role in roles:
+        a, b = mem(first, role), mem(point, role)
+        if a is not None and b is not None:
+            total += b - a
+    return total * 1024 / runs
+
+
+# --- metrics: (name, unit, value(results, system)) ------------------------------------------
+
+
+def _wake_latency(state: str, pct: str = "p50_ms") -> Callable[[JSON, str], float | None]:
+    def value(results: JSON, system: str) -> float | None:
+        w = wake_of(results, system, state)
+        if w is None and system == "asyncio" and state == "cold":
+            w = wake_of(results, system, "hot")  # nothing to restart: in memory or gone
+        return w["latency"][pct] if w else None
+
+    return value
+
+
+def _wake_cpu(state: str, roles: tuple[str, ...] = ("service", "engine")) -> Callable[[JSON, str], float | None]:
+    def value(results: JSON, system: str) -> float | None:
+        w = wake_of(results, system, state)
+        if w is None and system == "asyncio" and state == "cold":
+            w = wake_of(results, system, "hot")
+        return cpu(w, roles) if w else None
+
+    return value
+
+
+def _throughput(results: JSON, system: str) -> float | None:
+    data = results["systems"].get(system)
+    best = best_throughput(data) if data else None
+    return best["per_s"] if best else None
+
+
+def _cpu_per_replenishment(results: JSON, system: str) -> float | None:
+    data = results["systems"].get(system)
+    level = level_at(data, 10) if data else None
+    return cpu(level) if level else None
+
+
+def _latency_c1(results: JSON, system: str) -> float | None:
+    data = results["systems"].get(system)
+    level = level_at(data, 1) if data else None
+    return level["latency"]["p50_ms"] if level else None
+
+
+def _idle_memory(results: JSON, system: str) -> float | None:
+    if system == "restate":
+        system = OURS_COLD
+    data = results["systems"].get(system)
+    points = (data or {}).get("idle") or []
+    if len(points) < 2:
+        return None
+    return growth_kb(points[-1], points[0])
+
+
+def _idle_disk(results: JSON, system: str) -> float | None:
+    if system == "restate":
+        system = OURS_COLD
+    data = results["systems"].get(system)
+    point = idle_last(data) if data else None
+    return point["disk_kb_per_run"] if point else None
+
+
+def _idle_wake(results: JSON, system: str) -> float | None:
+    if system == "restate":
+        system = OURS_COLD
+    data = results["systems"].get(system)
+    point = idle_last(data) if data else None
+    return point["wake_one"]["latency"]["p50_ms"] if point else None
+
+
+METRICS: list[tuple[str, str, Callable[[JSON, str], float | None]]] = [
+    ("wake p50, K=30, suspended/cold", "ms", _wake_latency("cold")),
+    ("wake p99, K=30, suspended/cold", "ms", _wake_latency("cold", "p99_ms")),
+    ("wake CPU (service+engine), K=30, suspended/cold", "ms", _wake_cpu("cold")),
+    ("wake p50, K=30, hot", "ms", _wake_latency("hot")),
+    ("wake CPU (service+engine), K=30, hot", "ms", _wake_cpu("hot")),
+    ("memory per waiting run (service+engine)", "KB", _idle_memory),
+    ("disk per waiting run", "KB", _idle_disk),
+    ("wake of one among the most waiting, p50", "ms", _idle_wake),
+    ("full replenishments per second (best concurrency)", "/s", _throughput),
+    ("CPU per replenishment (service+engine) at concurrency 10", "ms", _cpu_per_replenishment),
+    ("replenishment latency p50 at concurrency 1", "ms", _latency_c1),
+]
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if abs(value) >= 100:
+        text = f"{value:,.0f}"
+    elif abs(value) >= 10:
+        text = f"{value:.1f}"
+    else:
+        text = f"{value:.2f}"
+    return f"{text} {unit}".strip()
+
+
+def ratio(peer: float | None, ours: float | None) -> str:
+    if peer is None or ours is None:
+        return "n/a"
+    if ours == 0:
+        return "∞" if peer > 0 else "1x"
+    return f"{peer / ours:.1f}x"
+
+
+def ratio_lines(results: JSON) -> list[str]:
+    lines = []
+    for name, unit, value in METRICS:
+        ours = value(results, "restate")
+        parts = [f"ours {fmt(ours, unit)}"]
+        for peer in PEERS:
+            if peer not in results["systems"]:
+                continue
+            theirs = value(results, peer)
+            parts.append(f"{results['systems'][peer]['label']} {fmt(theirs, unit)} ({ratio(theirs, ours)})")
+        lines.append(f"{name}: " + " | ".join(parts))
+    return lines
+
+
+# --- targets ---------------------------------------------------------------------------------
+
+
+def targets(results: JSON) -> list[JSON]:
+    out = []
+    cold = wake_of(results, "restate", "cold")
+    if cold:
+        p99 = cold["latency"]["p99_ms"]
+        service = cold["cpu_ms_per_op"].get("service", 0.0)
+        out.append({"target": "suspended full-length wake p99 ≤ 60 ms", "value": f"{p99} ms", "met": p99 <= 60})
+        out.append({"target": "… and ≤ 10 ms service CPU", "value": f"{service:.2f} ms", "met": service <= 10})
+        temporal = wake_of(results, "temporal", "cold")
+        if temporal:
+            ours_total, theirs_total = cpu(cold), cpu(temporal)
+            factor = theirs_total / ours_total if ours_total else math.inf
+            out.append(
+                {
+                    "target": "≥ 10x less CPU than a cold Temporal wake at K=30 (service+engine)",
+                    "value": f"{factor:.1f}x ({ours_total:.1f} vs {theirs_total:.1f} ms)",
+                    "met": factor >= 10,
+                }
+            )
+    suspended = results["systems"].get(OURS_COLD, {}).get("idle") or []
+    if len(suspended) >= 2:
+        growth = growth_kb(suspended[-1], suspended[0], ("service",))
+        out.append(
+            {
+                "target": f"service memory flat with waiting runs (measured up to {suspended[-1]['waiting']})",
+                "value": f"{fmt(growth)} KB per extra waiting run",
+                "met": growth is not None and growth < 5,
+            }
+        )
+    ours = results["systems"].get("restate")
+    best = best_throughput(ours) if ours else None
+    if best:
+        out.append(
+            {
+                "target": "≥ 50 full replenishments/s on 2 cores",
+                "value": f"{best['per_s']}/s at concurrency {best['concurrency']}",
+                "met": best["per_s"] >= 50,
+            }
+        )
+    return out
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+
+def plots(results: JSON, out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems: JSON = results["systems"]
+    written = []
+
+    def save(fig: Any, name: str) -> None:
+        fig.tight_layout()
+        path = out / name
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    def label(name: str) -> str:
+        return str(systems[name]["label"])
+
+    # Wake-up: latency and CPU against the journal's length, hot and cold.
+    for metric, ylabel, fname in (
+        (lambda w: w["latency"]["p50_ms"], "time to next step, p50 (ms)", "wake_latency.png"),
+        (lambda w: cpu(w), "CPU per wake, service + engine (ms)", "wake_cpu.png"),
+    ):
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+        for ax, state, title in ((axes[0], "hot", "hot (still in memory)"), (axes[1], "cold", "suspended / cold")):
+            for name, data in systems.items():
+                series = data.get("wake", {}).get(state) or {}
+                if not series:
+                    continue
+                ks = sorted(series, key=int)
+                ax.plot(
+                    [int(k) for k in ks],
+                    [metric(series[k]) for k in ks],
+                    "o-",
+                    color=COLORS.get(name),
+                    label=label(name) + ("" if state == "hot" else f" — {data.get('cold_state', '')}"),
+                )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("journaled steps before the wait (K)")
+            ax.set_title(f"wake-up, {title}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+        axes[0].set_ylabel(ylabel)
+        save(fig, fname)
+
+    # Idle cost: memory and wake-of-one against the number waiting.
+    for metric, ylabel, fname, logy in (
+        (
+            lambda p: (mem(p, "service") or 0) + (mem(p, "engine") or 0),
+            "memory, service + engine (MB, PSS)",
+            "idle_memory.png",
+            False,
+        ),
+        (lambda p: p["wake_one"]["latency"]["p50_ms"], "wake of one, p50 (ms)", "idle_wake.png", True),
+        (lambda p: p["tasks_per_run"], "asyncio tasks held per waiting run", "idle_tasks.png", False),
+    ):
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for name, data in systems.items():
+            points = data.get("idle") or []
+            if points:
+                ax.plot(
+                    [p["waiting"] for p in points],
+                    [metric(p) for p in points],
+                    "o-",
+                    color=COLORS.get(name),
+                    label=label(name),
+                )
+        ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel("replenishments waiting for approval")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        save(fig, fname)
+
+    # Throughput: rate, latency and CPU per replenishment against concurrency.
+    for metric, ylabel, fname, logy in (
+        (lambda lv: lv["per_s"], "full replenishments per second", "throughput.png", False),
+        (lambda lv: lv["latency"]["p50_ms"], "replenishment latency p50 (ms)", "throughput_latency.png", True),
+        (lambda lv: cpu(lv), "CPU per replenishment, service + engine (ms)", "cpu_per_replenishment.png", True),
+    ):
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for name, data in systems.items():
+            levels = data.get("throughput") or []
+            if levels:
+                ax.plot(
+                    [lv["concurrency"] for lv in levels],
+                    [metric(lv) for lv in levels],
+                    "o-",
+                    color=COLORS.get(name),
+                    label=label(name),
+                )
+        ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel("concurrent replenishments (load generator)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        save(fig, fname)
+    return written
+
+
+# --- the README table ------------------------------------------------------------------------
+
+
+def table(results: JSON) -> str:
+    meta = results["meta"]
+    hw = meta["hardware"]
+    names = ["restate", *[p for p in PEERS if p in results["systems"]]]
+    labels = [results["systems"][n]["label"] if n in results["systems"] else n for n in names]
+    lines = [
+        f"Figures from **one run** of `make bench{'-quick' if meta['plan']['name'] == 'quick' else ''}` "
+        f"({meta['plan']['name']} plan, {meta['started_at']}) on {hw['cpu']}, {hw['cores']} cores, "
+        f"{hw['memory_gb']} GB, {hw['os']}, Python {hw['python']}; a shared machine, so absolute figures are "
+        "noise and the ratios, measured side by side in the same run, are the result. "
+        "In brackets: the peer's figure as a multiple of ours.",
+        "",
+        "| metric | " + " | ".join(labels) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for name, unit, value in METRICS:
+        ours = value(results, "restate")
+        cells = [fmt(ours, unit)]
+        for peer in names[1:]:
+            theirs = value(results, peer)
+            cells.append(f"{fmt(theirs, unit)} ({ratio(theirs, ours)})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "| target (ours) | measured | met |", "|---|---|---|"]
+    for t in targets(results):
+        lines.append(f"| {t['target']} | {t['value']} | {'yes' if t['met'] else '**no**'} |")
+    if results.get("failed"):
+        lines += ["", "Could not be measured in this run: " + ", ".join(results["failed"])]
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(text: str) -> bool:
+    try:
+        readme = README.read_text()
+    except OSError:
+        return False
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(readme):
+        return False
+    README.write_text(pattern.sub(lambda _: f"{START}\n{text}{END}", readme))
+    return True
+
+
+def report(results: JSON, out: Path, say: Say) -> None:
+    for path in plots(results, out):
+        say(f"plot: {path}")
+    text = table(results)
+    (out / "table.md").write_text(text)
+    if write_readme(text):
+        say(f"table written into {README}")
+    results["targets"] = targets(results)
+    say("targets (ours):")
+    for t in results["targets"]:
+        say(f"  {'met   ' if t['met'] else 'MISSED'} {t['target']}: {t['value']}")
+    say("ours against each peer (peer's figure as a multiple of ours):")
+    for line in ratio_lines(results):
+        print(line, flush=True)

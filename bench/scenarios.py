@@ -1,0 +1,319 @@
+"""The three measurements, run against one system at a time through its Restate-shaped front door.
+
+The load generator is aiohttp (one session, connection reuse), not httpx: on this machine httpx
+costs an order of magnitude more client CPU per request at concurrency, and the generator's own
+CPU is recorded beside the system's so a reader can see it was not the bottleneck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+
+from bench.measure import Meter, Reading, dir_mb, summary_ms
+from bench.systems import Ours, System
+
+JSON = dict[str, Any]
+Progress = Callable[[str], None]
+
+PRICE = 4.0
+# Restate refuses a content type on a call without input.
+NO_BODY = {"Content-Type"}
+
+
+class BenchError(RuntimeError):
+    """A system did not do what the scenario needs: the bench stops rather than report half a result."""
+
+
+async def expect(response: Awaitable[aiohttp.ClientResponse], what: str) -> Any:
+    async with await response as r:
+        if r.status >= 300:
+            raise BenchError(f"{what}: HTTP {r.status}: {(await r.text())[:300]}")
+        return await r.json(content_type=None)
+
+
+async def poll(predicate: Callable[[], Awaitable[Any]], timeout: float, what: str, interval: float = 0.05) -> Any:  # noqa: ASYNC109
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise BenchError(f"{what} did not happen within {timeout:g}s")
+        await asyncio.sleep(interval)
+
+
+async def bounded(concurrency: int, items: list[Any], work: Callable[[Any], Awaitable[None]]) -> None:
+    queue = list(reversed(items))
+
+    async def worker() -> None:
+        while queue:
+            await work(queue.pop())
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(items)))))
+
+
+class Driver:
+    def __init__(self, system: System, session: aiohttp.ClientSession, progress: Progress) -> None:
+        self.system = system
+        self.http = session
+        self.say = progress
+        self.meter = Meter(system.pids())
+        self.idle_rate: dict[str, float] = {}
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def refresh_pids(self) -> None:
+        self.meter = Meter(self.system.pids())
+
+    async def measure_idle(self, seconds: float = 2.0) -> dict[str, float]:
+        """CPU each process burns per second doing nothing: subtracted from per-operation costs."""
+        before = self.meter.read()
+        await asyncio.sleep(seconds)
+        elapsed, cpu = Meter.delta(before, self.meter.read())
+        self.idle_rate = {k: v / elapsed for k, v in cpu.items()}
+        return self.idle_rate
+
+    def cost(self, before: Reading, after: Reading, operations: int) -> tuple[float, JSON]:
+        """Wall time, and per process: raw CPU seconds and net CPU milliseconds per operation."""
+        elapsed, cpu = Meter.delta(before, after)
+        per_op = {}
+        for name, seconds in cpu.items():
+            idle = 0.0 if name == "load generator" else self.idle_rate.get(name, 0.0) * elapsed
+            per_op[name] = round(max(seconds - idle, 0.0) * 1000 / max(operations, 1), 3)
+        return elapsed, {"cpu_s": {k: round(v, 4) for k, v in cpu.items()}, "cpu_ms_per_op": per_op}
+
+    async def stats(self) -> JSON:
+        return await expect(self.http.get(self.system.stats_url), "service stats")
+
+    async def stock_world(self, supplier: str, skus: list[str]) -> None:
+        world = self.system.world_url
+        setup = {
+            "name": supplier,
+            "prices": dict.fromkeys(skus, PRICE),
+            "lead_days": 0,
+            "reply_days": 0,
+            "deliveries": 1,
+        }
+        await expect(self.http.put(f"{world}/admin/suppliers/{supplier}", json=setup), "supplier setup")
+        item = {"on_hand": 5, "safety_stock": 20, "target_stock": 100, "suppliers": [supplier]}
+
+        async def put(sku: str) -> None:
+            await expect(self.http.put(f"{world}/admin/items/{sku}", json=item), f"item {sku}")
+
+        await bounded(20, skus, put)
+
+    async def manager(self, auto_approve: bool) -> None:
+        policy = {"auto_approve": auto_approve, "delay_days": 0}
+        await expect(self.http.put(f"{self.system.world_url}/manager/policy", json=policy), "manager policy")
+
+    async def check(self, sku: str) -> str:
+        started = await expect(
+            self.http.post(f"{self.system.ingress_url}/SkuAgent/{sku}/check", skip_auto_headers=NO_BODY), f"check {sku}"
+        )
+        if not started.get("started"):
+            raise BenchError(f"check {sku} started no replenishment: {started}")
+        run_id: str = started["started"]
+        return run_id
+
+    async def attach(self, workflow: str, key: str) -> Any:
+        url = f"{self.system.ingress_url}/restate/workflow/{workflow}/{key}/attach"
+        for _ in range(100):
+            async with self.http.get(url) as r:
+                if r.status == 404:  # the send that starts it may not be applied yet
+                    await asyncio.sleep(0.05)
+                    continue
+                if r.status >= 300:
+                    raise BenchError(f"attach {workflow}/{key}: HTTP {r.status}: {(await r.text())[:300]}")
+                return await r.json(content_type=None)
+        raise BenchError(f"{workflow}/{key} never appeared")
+
+    # --- 3. throughput -------------------------------------------------------------------
+
+    async def replenish_once(self, sku: str) -> JSON:
+        run_id = await self.check(sku)
+        result: JSON = await self.attach("Replenish", run_id)
+        return result
+
+    async def throughput(self, concurrency: int, count: int, tag: str) -> JSON:
+        skus = [f"T{tag}-{concurrency}-{i}" for i in range(count)]
+        await self.stock_world(f"sup-t{tag}-{concurrency}", skus)
+        await self.manager(auto_approve=True)
+        latencies: list[float] = []
+        outcomes: Counter[str] = Counter()
+        turns: list[int] = []
+
+        async def one(sku: str) -> None:
+            started = time.perf_counter()
+            result = await self.replenish_once(sku)
+            latencies.append(time.perf_counter() - started)
+            outcomes[result["outcome"]] += 1
+            turns.append(result["turns"])
+
+        before = self.meter.read()
+        await bounded(concurrency, skus, one)
+        elapsed, cost = self.cost(before, self.meter.read(), count)
+        if outcomes["received"] != count:
+            raise BenchError(f"{self.system.name}: not every replenishment ended received: {dict(outcomes)}")
+        return {
+            "concurrency": concurrency,
+            "count": count,
+            "elapsed_s": round(elapsed, 3),
+            "per_s": round(count / elapsed, 2),
+            "latency": summary_ms(latencies),
+            "turns": round(sum(turns) / len(turns), 2),
+            "outcomes": dict(outcomes),
+            **cost,
+        }
+
+    # --- 1. wake-up ----------------------------------------------------------------------
+
+    async def start_bench_runs(self, steps: int, n: int, tag: str) -> list[str]:
+        ids = [f"wake-{tag}-{steps}-{i}-{uuid.uuid4().hex[:6]}" for i in range(n)]
+        ingress = self.system.ingress_url
+
+        async def start(run_id: str) -> None:
+            await expect(self.http.post(f"{ingress}/BenchRun/{run_id}/run/send", json=steps), f"start {run_id}")
+
+        await bounded(4, ids, start)
+        return ids
+
+    async def wait_bench_ready(self, ids: list[str], timeout: float = 300) -> None:  # noqa: ASYNC109
+        ingress = self.system.ingress_url
+        for run_id in ids:
+
+            async def ready(run_id: str = run_id) -> bool:
+                async with self.http.post(f"{ingress}/BenchRun/{run_id}/ready", skip_auto_headers=NO_BODY) as r:
+                    return r.status == 200 and bool(await r.json(content_type=None))
+
+            await poll(ready, timeout, f"{run_id} to wait for its approval")
+
+    async def wake(self, ids: list[str]) -> JSON:
+        """Resolve each run's approval in turn; time until its next step ran, and the CPU per wake."""
+        ingress = self.system.ingress_url
+        latencies: list[float] = []
+        await self.measure_idle(1.5)
+        before = self.meter.read()
+        for run_id in ids:
+            sent = time.time()
+            await expect(self.http.post(f"{ingress}/BenchRun/{run_id}/approve", json={"approved": True}), "approve")
+            stamp = await self.attach("BenchRun", run_id)
+            latencies.append(float(stamp) - sent)
+        _, cost = self.cost(before, self.meter.read(), len(ids))
+        return {"latency": summary_ms(latencies), **cost}
+
+    # --- 2. idle cost --------------------------------------------------------------------
+
+    async def pending_approvals(self) -> list[JSON]:
+        body = await expect(
+            self.http.get(f"{self.system.world_url}/manager/approval-requests", params={"status": "pending"}),
+            "approval requests",
+        )
+        requests: list[JSON] = body["requests"]
+        return requests
+
+    async def fill(self, skus: list[str], concurrency: int = 8) -> None:
+        """Start a replenishment for each SKU, a few at a time, and wait until each waits for approval."""
+
+        async def start(sku: str) -> None:
+            await self.check(sku)
+
+        await bounded(concurrency, skus, start)
+
+    async def wake_waiting(self, request: JSON) -> JSON:
+        """Deliver the approval to the SKU's address; the next step's first call is the live price."""
+        sku = request["request"]["sku"]
+        approval = {
+            "po_number": request["request"]["po_number"],
+            "token": request["request"]["token"],
+            "approved": True,
+            "up_to": request["request"]["unit_price"],
+            "by": "bench",
+        }
+        world = self.system.world_url
+        sent = time.time()
+        await expect(
+            self.http.post(
+                f"{self.system.ingress_url}/SkuAgent/{sku}/deliver", json={"event": "approval", "payload": approval}
+            ),
+            f"deliver approval to {sku}",
+        )
+
+        async def next_step() -> list[JSON]:
+            calls = await expect(
+                self.http.get(f"{world}/admin/calls", params={"sku": sku, "op": "live_price"}), "calls"
+            )
+            found: list[JSON] = calls["calls"]
+            return found
+
+        calls = await poll(next_step, 60, f"{sku}'s run to take its next step", interval=0.005)
+        return {"sku": sku, "latency_s": calls[0]["at"] - sent}
+
+    async def idle_cost(self, sizes: list[int], wakes: int, settle: float) -> list[JSON]:
+        total = max(sizes)
+        skus = [f"I-{i}" for i in range(total)]
+        self.say(f"    stocking the world with {total} SKUs")
+        await self.stock_world("sup-idle", skus)
+        await self.manager(auto_approve=False)
+        data = self.system.data_dir()
+        disk0 = dir_mb(data) if data else 0.0
+        memory0 = self.meter.memory()
+        stats0 = await self.stats()
+        created = woken = 0
+        points = []
+        for size in sizes:
+            self.say(f"    {self.system.name}: {created} -> {size} waiting runs")
+            t = time.perf_counter()
+            await self.fill(skus[created:size])
+            created = size
+
+            async def all_waiting(expected: int = size - woken) -> bool:
+                return len(await self.pending_approvals()) >= expected
+
+            await poll(all_waiting, 600, f"{size} runs to wait for approval", interval=0.5)
+            fill_s = time.perf_counter() - t
+            await asyncio.sleep(settle)
+            waiting = size - woken
+            memory = self.meter.memory()
+            stats = await self.stats()
+            disk = dir_mb(data) if data else 0.0
+            pending = sorted(await self.pending_approvals(), key=lambda r: r["received_at"])
+            await self.measure_idle(1.5)
+            before = self.meter.read()
+            wake_latencies = []
+            for request in pending[:wakes]:
+                wake_latencies.append((await self.wake_waiting(request))["latency_s"])
+            _, cost = self.cost(before, self.meter.read(), len(wake_latencies))
+            woken += len(wake_latencies)
+            points.append(
+                {
+                    "waiting": waiting,
+                    "fill_s": round(fill_s, 2),
+                    "memory_mb": {k: {m: round(v, 1) for m, v in mem.items()} for k, mem in memory.items()},
+                    "memory_growth_kb_per_run": {
+                        k: round((memory[k]["rss_mb"] - memory0[k]["rss_mb"]) * 1024 / waiting, 2) for k in memory
+                    },
+                    "tasks": stats["tasks"],
+                    "tasks_per_run": round((stats["tasks"] - stats0["tasks"]) / waiting, 3),
+                    "disk_mb": round(disk, 2),
+                    "disk_kb_per_run": round((disk - disk0) * 1024 / waiting, 2) if data else None,
+                    "wake_one": {"latency": summary_ms(wake_latencies), **cost},
+                }
+            )
+        return points
+
+    async def suspended_count(self) -> int:
+        if not isinstance(self.system, Ours):
+            return 0
+        from replenisher.stack.admin import Admin
+
+        rows = await Admin(self.system.restate.admin_url).asql(
+            "SELECT count(*) AS n FROM sys_invocation WHERE status = 'suspended'"
+        )
+        return int(rows[0]["n"])
