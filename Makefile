@@ -16,6 +16,8 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed-pyproject
 STACK_ARGS ?=
 PYTEST_ARGS ?=
+# make test REPLAY=0 skips the second, always-replay pass over the end-to-end tests.
+REPLAY ?= 1
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -42,6 +44,12 @@ test: setup
 	@$(BIN)/pytest -q -ra $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; \
 	exit $$status
+ifeq ($(REPLAY),1)
+	@echo "== the end-to-end tests again in always-replay mode: Restate suspends after every await"
+	@REPLENISHER_TEST_ALWAYS_REPLAY=1 $(BIN)/pytest -q -ra -m e2e $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then status=0; fi; \
+	exit $$status
+endif
 
 up: setup
 	$(BIN)/python -m replenisher.stack up $(STACK_ARGS)

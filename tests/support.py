@@ -25,13 +25,17 @@ REPO_ROOT = TESTS_DIR.parent
 TEST_DAY_SECONDS = float(os.environ.get("REPLENISHER_TEST_DAY_SECONDS", "0.25"))
 CHECK_INTERVAL_DAYS = 1
 APPROVAL_WAIT_DAYS = 40
+REPLY_WAIT_DAYS = 60
 
 # Restate settings for the test runtime, on top of restate.toml.
 RESTATE_TEST_ENV: dict[str, str] = {
     # Production waits last days, so invocations always suspend and later resume by replay.
     # Test days are a fraction of a second; a short inactivity timeout makes multi-day waits
     # suspend here too, so every e2e run exercises suspend-and-replay.
-    "RESTATE_WORKER__INVOKER__INACTIVITY_TIMEOUT": "2s",
+    # REPLENISHER_TEST_ALWAYS_REPLAY=1: suspend after every await, so every step of every
+    # test also runs as a replay of its journal (what the SDK's own test harness calls
+    # always-replay mode).
+    "RESTATE_WORKER__INVOKER__INACTIVITY_TIMEOUT": "0s" if os.environ.get("REPLENISHER_TEST_ALWAYS_REPLAY") else "2s",
     # After a service is killed, Restate retries its invocations with exponential backoff
     # capped at this interval (default 1 min); capped low so recovery fits in a test.
     "RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL": "2s",
@@ -148,8 +152,11 @@ def service_env(world_url: str, extra: Mapping[str, str] | None = None) -> dict[
         "REPLENISHER_STEP_INITIAL_RETRY_MS": "100",
         "REPLENISHER_STEP_MAX_RETRY_MS": "500",
         "REPLENISHER_STEP_MAX_ATTEMPTS": "4",
-        # Long enough in test days that a crash and restart fit inside the approval wait.
+        # A crash and restart take a second or two, which is several test days: the waits must
+        # be long enough that a crash does not turn into a timeout.
         "REPLENISHER_APPROVAL_WAIT_DAYS": str(APPROVAL_WAIT_DAYS),
+        "REPLENISHER_REPLY_WAIT_DAYS": str(REPLY_WAIT_DAYS),
+        "REPLENISHER_GOODS_GRACE_DAYS": str(REPLY_WAIT_DAYS),
         "REPLENISHER_CRASH_POINTS": str(CRASH_POINTS),
         "REPLENISHER_DECISION_LOG": str(DECISION_LOG),
         **(extra or {}),

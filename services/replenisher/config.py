@@ -34,13 +34,14 @@ class Settings(BaseModel):
     step_max_retry_ms: int = Field(default=60_000, ge=1)
     approval_wait_days: float = Field(default=WaitDays().approval, gt=0)
     reply_wait_days: float = Field(default=WaitDays().supplier_reply, gt=0)
+    goods_grace_days: float = Field(default=WaitDays().goods_grace, ge=0)
     # Public keys (`publickeyv1_...`) of the Restate servers allowed to call the service. Empty:
     # any caller that reaches the port is served, so keep the port private.
     identity_keys: tuple[str, ...] = ()
     # The Claude decider (REPLENISHER_DECIDER=claude); see README "Running with Claude".
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
-    claude_model: str = "claude-sonnet-4-5"
+    claude_model: str = "claude-sonnet-4-6"
     claude_max_tokens: int = Field(default=1024, ge=64, le=8192)
     claude_timeout_seconds: float = Field(default=60.0, gt=0)
     claude_max_retries: int = Field(default=2, ge=0, le=10)
@@ -65,7 +66,11 @@ class Settings(BaseModel):
 
     @property
     def waits(self) -> WaitDays:
-        return WaitDays(approval=self.approval_wait_days, supplier_reply=self.reply_wait_days)
+        return WaitDays(
+            approval=self.approval_wait_days,
+            supplier_reply=self.reply_wait_days,
+            goods_grace=self.goods_grace_days,
+        )
 
     @property
     def step_initial_retry(self) -> timedelta:
@@ -90,6 +95,7 @@ _ENV = {
     "step_max_retry_ms": "REPLENISHER_STEP_MAX_RETRY_MS",
     "approval_wait_days": "REPLENISHER_APPROVAL_WAIT_DAYS",
     "reply_wait_days": "REPLENISHER_REPLY_WAIT_DAYS",
+    "goods_grace_days": "REPLENISHER_GOODS_GRACE_DAYS",
     "identity_keys": "REPLENISHER_IDENTITY_KEYS",
     "anthropic_api_key": "ANTHROPIC_API_KEY",
     "anthropic_base_url": "REPLENISHER_ANTHROPIC_BASE_URL",
