@@ -18,6 +18,9 @@ class SupplierFaults(BaseModel):
     """The next N calls to this supplier, on any endpoint, get 503 and change nothing."""
     lose_reply_calls: int = Field(default=0, ge=0, le=1_000_000)
     """The next N order submissions are taken, then answered with 503 as if the answer was lost."""
+    down_after_order_calls: int = Field(default=0, ge=0, le=1_000_000)
+    """Once the next new order is taken, the supplier goes down for this many calls: an order
+    exists, but nobody can find out until the supplier is back."""
     drop_replies: int = Field(default=0, ge=0, le=1_000_000)
     """The next N replies (confirmations or answers to chases) are never sent."""
     quiet: bool = False
@@ -40,6 +43,10 @@ class SupplierFaults(BaseModel):
             self.lose_reply_calls -= 1
             return True
         return False
+
+    def go_down_after_order(self) -> None:
+        self.down_calls += self.down_after_order_calls
+        self.down_after_order_calls = 0
 
     def take_dropped_reply(self) -> bool:
         if self.drop_replies > 0:

@@ -136,6 +136,7 @@ class SimulatedWorld:
                 self._plan_reply(supplier, order, reply)
             for shipment in order.shipments:
                 self._plan_shipment(supplier, order, shipment)
+            self.faults.of(supplier.id).go_down_after_order()
         if self.faults.of(supplier.id).take_lost_answer():
             raise Unavailable(f"supplier {supplier.id} took the order but its answer was lost")
         return order.ack, created

@@ -127,6 +127,14 @@ def test_faults_merge_only_what_was_sent_and_counters_are_spent_exactly() -> Non
     assert (cleared.quiet, cleared.reply_text) == (False, None)
 
 
+def test_going_down_after_an_order_arms_down_calls_once() -> None:
+    faults = SupplierFaults.model_validate({"down_after_order_calls": 2})
+    assert faults.take_down_call() is False
+    faults.go_down_after_order()
+    faults.go_down_after_order()
+    assert [faults.take_down_call() for _ in range(3)] == [True, True, False]
+
+
 def test_faults_refuse_nonsense() -> None:
     with pytest.raises(ValidationError):
         SupplierFaults.model_validate({"down_calls": -1})
