@@ -5,6 +5,7 @@
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
+#   make injection    the adversarial suite; ends with `injection: attacks=N asr_policy=X ...`
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same in under five minutes, smaller sizes; both write bench/results/
 
@@ -21,7 +22,7 @@ REPLAY ?= 1
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate demo test up down status lint clean bench bench-quick bench-setup
+.PHONY: setup restate demo test injection up down status lint clean bench bench-quick bench-setup
 
 setup: $(INSTALLED) restate
 
@@ -50,6 +51,13 @@ ifeq ($(REPLAY),1)
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	exit $$status
 endif
+
+# The adversarial suite: poisoned supplier messages against the offline policy, a persuaded
+# Claude (mock transport) and a compromised decider, a few of them through the real stack.
+# Its last line is the result; non-zero exit if any attack achieved a gated action.
+injection: setup
+	$(BIN)/pytest -q tests/injection $(PYTEST_ARGS)
+	$(BIN)/python -m tests.injection.suite
 
 up: setup
 	$(BIN)/python -m replenisher.stack up $(STACK_ARGS)
