@@ -27,7 +27,7 @@ _MONTHS = {
         ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
     )
 }
-_SENTENCE_END = re.compile(r"[.!?\n]")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 _FROM_MONTH = re.compile(
     r"\b(?:from|starting(?:\s+in)?|beginning(?:\s+of)?|as\s+of|after|in)\s+"
     r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?:\s+(\d{4}))?",
