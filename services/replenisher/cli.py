@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL
+from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.costs import CostLedger
 from replenisher.timeline.format import clock, duration, shorten
 from replenisher.timeline.restate import OperatorError, RestateClient, Unreachable, valid_sku
@@ -55,6 +55,12 @@ def ingress_url(args: argparse.Namespace | None = None) -> str:
 def admin_url(args: argparse.Namespace | None = None) -> str:
     given = getattr(args, "admin_url", None)
     return (given or os.environ.get("REPLENISHER_ADMIN_URL", DEFAULT_ADMIN_URL)).rstrip("/")
+
+
+def inbox_url(args: argparse.Namespace | None = None) -> str:
+    """The manager's inbox: the world's (or a real system's) /manager API, where approval tokens go."""
+    given = getattr(args, "inbox_url", None)
+    return (given or os.environ.get("REPLENISHER_WORLD_URL", DEFAULT_WORLD_URL)).rstrip("/")
 
 
 def emit(args: argparse.Namespace, data: Any, human: Callable[[], str]) -> None:
@@ -168,9 +174,24 @@ async def cmd_deliver(client: RestateClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
+    from replenisher.console.inbox import ManagerInbox, NoPendingApproval, pending_for
+
     record = await client.sku_status(args.sku)
     view = await client.run_view(record.active.run_id) if record.active else None
-    data = {"record": record, "run": view}
+    token: str | None = None
+    token_note = ""
+    approval = view.state.approval if view and view.state else None
+    if approval is not None and approval.status == "pending":
+        inbox = ManagerInbox(inbox_url(args))
+        try:
+            token = (await pending_for(client, inbox, record.sku)).token
+        except Unreachable as e:
+            token_note = f"(not shown: {e})"
+        except NoPendingApproval as e:
+            token_note = f"(not shown: {e})"
+        finally:
+            await inbox.aclose()
+    data = {"record": record, "run": view, "approval_token": token}
 
     def human() -> str:
         stats = record.stats
@@ -186,7 +207,7 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
             lines.append(
                 f"active: {a.run_id} since {clock(a.started_at)} (on hand {a.on_hand} < safety {a.safety_stock})"
             )
-            lines += _run_lines(record.sku, view)
+            lines += _run_lines(record.sku, view, token or token_note)
         if record.outcomes:
             lines.append("recent outcomes:")
             for o in record.outcomes[-5:][::-1]:
@@ -202,7 +223,7 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_lines(sku: str, view: Any) -> list[str]:
+def _run_lines(sku: str, view: Any, token: str) -> list[str]:
     if view is None or view.state is None:
         return ["  (the run has not saved its state yet)"]
     state = view.state
@@ -219,7 +240,7 @@ def _run_lines(sku: str, view: Any) -> list[str]:
             f"  approval pending: {r.po_number} · {r.supplier} · {r.quantity} x {r.unit_price:.2f} = "
             f"{r.quantity * r.unit_price:,.2f} · quote valid until {clock(r.expires_at)}"
         )
-        lines.append(f"  approval token: {r.token}")
+        lines.append(f"  approval token: {token}")
         lines.append(
             f"  decide with: replenisher approve {sku} --up-to {r.unit_price:.2f}   (or: replenisher reject {sku})"
         )
@@ -232,18 +253,23 @@ def _run_lines(sku: str, view: Any) -> list[str]:
 
 
 async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
-    from replenisher.console.inbox import decide, wait_until_taken
+    from replenisher.console.inbox import ManagerInbox, decide, wait_until_taken
 
     approved = args.command == "approve"
-    decided = await decide(
-        client,
-        args.sku,
-        approved=approved,
-        up_to=args.up_to if approved else None,
-        note=args.note,
-        by=args.by,
-        token=args.token,
-    )
+    inbox = ManagerInbox(inbox_url(args))
+    try:
+        decided = await decide(
+            client,
+            inbox,
+            args.sku,
+            approved=approved,
+            up_to=args.up_to if approved else None,
+            note=args.note,
+            by=args.by,
+            token=args.token,
+        )
+    finally:
+        await inbox.aclose()
     verdict = f"approved up to {decided.up_to:.2f}" if approved else "rejected"
     state = None
     if not args.no_wait and not decided.kept:
@@ -444,8 +470,9 @@ def run_console(args: argparse.Namespace) -> int:
     config = Config()
     config.bind = [f"{args.host}:{args.port}"]
     config.accesslog = None
-    app = Console(ingress_url(args), admin_url(args))
-    print(f"console on http://{args.host}:{args.port}  (Restate ingress {app.ingress_url}, admin {app.admin_url})")
+    app = Console(ingress_url(args), admin_url(args), inbox_url(args))
+    print(f"console on http://{args.host}:{args.port}")
+    print(f"  Restate ingress {app.ingress_url}, admin {app.admin_url}; manager's inbox {app.inbox_url}")
     print("Ctrl-C stops it")
     try:
         asyncio.run(serve(app, config))  # type: ignore[arg-type]

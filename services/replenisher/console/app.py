@@ -1,7 +1,9 @@
 """The console as a plain ASGI app: `hypercorn replenisher.console.app:app`, or `replenisher console`.
 
 It reads Restate through ingress and the admin API (REPLENISHER_INGRESS_URL and
-REPLENISHER_ADMIN_URL, local defaults otherwise) and holds no state of its own. Bind it to
+REPLENISHER_ADMIN_URL) and approval requests from the manager's inbox
+(REPLENISHER_WORLD_URL, as the service is configured), local defaults otherwise, and holds
+no state of its own. Bind it to
 loopback: like the admin API, it can approve purchases. A decision form carries the
 request's one-time token, which another site cannot know, so a forged post cannot approve.
 """
@@ -16,9 +18,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, quote
 
-from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL
+from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.console import pages
-from replenisher.console.inbox import BadDecision, NoPendingApproval, decide, pending_approvals
+from replenisher.console.inbox import BadDecision, ManagerInbox, NoPendingApproval, decide, pending_approvals
 from replenisher.console.overview import sku_rows
 from replenisher.timeline.html import render_html
 from replenisher.timeline.load import chosen_run, load_run_timeline
@@ -52,10 +54,14 @@ class Response:
 
 
 class Console:
-    def __init__(self, ingress_url: str | None = None, admin_url: str | None = None) -> None:
+    def __init__(
+        self, ingress_url: str | None = None, admin_url: str | None = None, inbox_url: str | None = None
+    ) -> None:
         self.ingress_url = ingress_url or os.environ.get("REPLENISHER_INGRESS_URL", DEFAULT_INGRESS_URL)
         self.admin_url = admin_url or os.environ.get("REPLENISHER_ADMIN_URL", DEFAULT_ADMIN_URL)
+        self.inbox_url = inbox_url or os.environ.get("REPLENISHER_WORLD_URL", DEFAULT_WORLD_URL)
         self._client: RestateClient | None = None
+        self._inbox: ManagerInbox | None = None
         self.routes: list[tuple[str, re.Pattern[str], Callable[..., Awaitable[Response]]]] = [
             ("GET", re.compile(r"/health"), self.health),
             ("GET", re.compile(r"/"), self.home),
@@ -67,6 +73,12 @@ class Console:
             ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)/fragment"), self.fragment),
             ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)/timeline\.html"), self.download),
         ]
+
+    @property
+    def inbox_api(self) -> ManagerInbox:
+        if self._inbox is None:
+            self._inbox = ManagerInbox(self.inbox_url)
+        return self._inbox
 
     @property
     def client(self) -> RestateClient:
@@ -91,6 +103,8 @@ class Console:
             elif message["type"] == "lifespan.shutdown":
                 if self._client is not None:
                     await self._client.aclose()
+                if self._inbox is not None:
+                    await self._inbox.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -127,7 +141,7 @@ class Console:
         return Response.redirect("/inbox")
 
     async def inbox(self, request: Request, flash: tuple[str, str] | None = None, status: int = 200) -> Response:
-        pending = await pending_approvals(self.client)
+        pending = await pending_approvals(self.client, self.inbox_api)
         return Response(pages.inbox(pending, time.time(), flash), status)
 
     async def approve(self, request: Request) -> Response:
@@ -144,6 +158,7 @@ class Console:
         try:
             decided = await decide(
                 self.client,
+                self.inbox_api,
                 form.get("sku", ""),
                 approved=decision == "approve",
                 up_to=up_to,

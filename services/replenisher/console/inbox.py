@@ -1,7 +1,11 @@
-"""The manager's approval inbox, read from the agents themselves, and the manager's decision.
+"""The manager's approval inbox, and the manager's decision.
 
-Pending approvals come from the runs' own state (the request `request_approval` issued,
-with its one-time token), so the inbox is true whatever the manager's mail system says.
+An approval request, with its one-time token, goes to one place only: the manager's inbox
+(`GET <inbox>/manager/approval-requests`); a run's public view withholds the token, since
+whoever holds it answers for the manager. So the inbox lists what the manager's inbox holds,
+checked against the runs themselves: a request shows only while its run still waits for a
+decision on that PO (a decision given elsewhere, a timeout or a re-quote retire it).
+
 A decision goes where every manager decision goes: the SKU's address on Restate's ingress
 (`SkuAgent/<SKU>/deliver`, event `approval`), which resolves the run's durable promise.
 """
@@ -11,11 +15,14 @@ from __future__ import annotations
 import asyncio
 import time
 
-from pydantic import BaseModel
+import httpx
+from pydantic import BaseModel, ValidationError
 
-from replenisher.domain.documents import ApprovalDecision
+from replenisher.domain.documents import ApprovalDecision, ApprovalRequest
 from replenisher.domain.state import State
-from replenisher.timeline.restate import OperatorError, RestateClient, valid_sku
+from replenisher.timeline.restate import OperatorError, Refused, RestateClient, RunView, Unreachable, valid_sku
+
+_TIMEOUT = httpx.Timeout(15.0, connect=3.0)
 
 
 class NoPendingApproval(OperatorError):
@@ -24,6 +31,38 @@ class NoPendingApproval(OperatorError):
 
 class BadDecision(OperatorError):
     pass
+
+
+class InboxEntry(BaseModel):
+    request: ApprovalRequest
+    received_at: float
+    status: str
+
+
+class ManagerInbox:
+    """The manager's inbox API (the simulated world's, or a real system behind the same API)."""
+
+    def __init__(self, url: str, client: httpx.AsyncClient | None = None) -> None:
+        self.url = url.rstrip("/")
+        self._client = client or httpx.AsyncClient(timeout=_TIMEOUT)
+        self._owns_client = client is None
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def pending(self) -> list[InboxEntry]:
+        url = f"{self.url}/manager/approval-requests"
+        try:
+            response = await self._client.get(url, params={"status": "pending"})
+        except httpx.TransportError as e:
+            raise Unreachable(f"cannot reach the manager's inbox at {self.url} ({type(e).__name__})") from e
+        if response.is_error:
+            raise Refused(response.status_code, f"the manager's inbox answered: {response.text[:200]}")
+        try:
+            return [InboxEntry.model_validate(e) for e in response.json()["requests"]]
+        except (ValueError, KeyError, ValidationError) as e:
+            raise Refused(502, f"the manager's inbox sent something unexpected: {e}") from e
 
 
 class PendingApproval(BaseModel):
@@ -57,20 +96,31 @@ class Decided(BaseModel):
     run_id: str
     po_number: str
     token: str
+    requested_at: float
     approved: bool
     up_to: float | None
     routed_to: str | None
     kept: bool
 
 
-def pending_of(state: State, waiting_tool: str | None) -> PendingApproval | None:
-    approval = state.approval
-    if approval is None or approval.status != "pending":
+def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
+    """The inbox's request, if its run still waits for a decision on exactly these terms."""
+    state: State | None = view.state
+    approval = state.approval if state else None
+    request = entry.request
+    if state is None or state.is_finished or approval is None or approval.status != "pending":
         return None
-    request = approval.request
+    asked = approval.request
+    if (asked.po_number, asked.quantity, asked.unit_price, asked.supplier) != (
+        request.po_number,
+        request.quantity,
+        request.unit_price,
+        request.supplier,
+    ):
+        return None
     return PendingApproval(
-        sku=state.sku,
-        run_id=state.run_id,
+        sku=request.sku,
+        run_id=request.run_id,
         po_number=request.po_number,
         supplier=request.supplier,
         quantity=request.quantity,
@@ -80,41 +130,49 @@ def pending_of(state: State, waiting_tool: str | None) -> PendingApproval | None
         token=request.token,
         requested_at=approval.requested_at,
         decide_by=approval.requested_at + state.days(state.waits.approval),
-        waiting=waiting_tool == "wait_for_approval",
+        waiting=view.waiting is not None and view.waiting.tool == "wait_for_approval",
     )
 
 
-async def pending_approvals(client: RestateClient) -> list[PendingApproval]:
-    """Every run whose approval request is still open, oldest first."""
-    records = await client.sku_records()
-    active = [r.active.run_id for r in records if r.active is not None]
-    states = await client.run_states(active)
-    waiting = await client.waiting_runs()
-    pending = [
-        p for run_id, state in states.items() if (p := pending_of(state, _tool(waiting.get(run_id)))) is not None
-    ]
+async def pending_approvals(client: RestateClient, inbox: ManagerInbox) -> list[PendingApproval]:
+    """Every request in the manager's inbox whose run still waits for it, oldest first."""
+    entries = await inbox.pending()
+    views = await asyncio.gather(*(client.run_view(e.request.run_id) for e in entries))
+    pending = [p for e, v in zip(entries, views, strict=True) if (p := still_pending(e, v)) is not None]
     return sorted(pending, key=lambda p: p.requested_at)
 
 
-def _tool(waiting: object) -> str | None:
-    return getattr(waiting, "tool", None)
-
-
-async def pending_for(client: RestateClient, sku: str) -> PendingApproval:
+async def pending_for(
+    client: RestateClient, inbox: ManagerInbox, sku: str, token: str | None = None
+) -> PendingApproval:
+    """The SKU's pending approval with its token: from the manager's inbox, or `token` when the
+    inbox cannot be reached (the run checks the token itself)."""
     sku = valid_sku(sku)
     record = await client.sku_status(sku)
     if record.active is None:
         raise NoPendingApproval(f"{sku} has no replenishment running, so nothing waits for approval")
-    view = await client.run_view(record.active.run_id)
-    pending = pending_of(view.state, view.waiting.tool if view.waiting else None) if view.state else None
-    if pending is None:
-        status = view.state.approval.status if view.state and view.state.approval else "not asked for yet"
-        raise NoPendingApproval(f"{record.active.run_id} has no pending approval (approval: {status})")
-    return pending
+    run_id = record.active.run_id
+    view = await client.run_view(run_id)
+    approval = view.state.approval if view.state else None
+    if approval is None or approval.status != "pending":
+        raise NoPendingApproval(
+            f"{run_id} has no pending approval (approval: {approval.status if approval else 'not asked for yet'})"
+        )
+    try:
+        entries = [e for e in await inbox.pending() if e.request.run_id == run_id]
+    except Unreachable:
+        if token is None:
+            raise
+        entries = [InboxEntry(request=approval.request.model_copy(update={"token": token}), received_at=0, status="")]
+    found = [p for e in entries if (p := still_pending(e, view)) is not None]
+    if not found:
+        raise NoPendingApproval(f"the manager's inbox holds no open request for {approval.request.po_number}")
+    return found[-1]
 
 
 async def decide(
     client: RestateClient,
+    inbox: ManagerInbox,
     sku: str,
     *,
     approved: bool,
@@ -123,9 +181,9 @@ async def decide(
     by: str = "manager",
     token: str | None = None,
 ) -> Decided:
-    """Approve (up to a price) or reject the SKU's pending PO. `token`, when given, must still be
-    the pending request's: a page loaded before a re-quote must not approve the new terms."""
-    pending = await pending_for(client, sku)
+    """Approve (up to a price) or reject the SKU's pending PO. `token`, when given, must be the
+    pending request's: a page or a `status` read before a re-quote must not approve new terms."""
+    pending = await pending_for(client, inbox, sku, token)
     if token is not None and token != pending.token:
         raise NoPendingApproval(
             f"that token is not the one of {pending.sku}'s pending approval request (now {pending.po_number} at "
@@ -151,6 +209,7 @@ async def decide(
         run_id=pending.run_id,
         po_number=pending.po_number,
         token=pending.token,
+        requested_at=pending.requested_at,
         approved=approved,
         up_to=up_to,
         routed_to=answer.get("run_id"),
@@ -162,14 +221,13 @@ async def wait_until_taken(client: RestateClient, decided: Decided, timeout: flo
     """Poll the run until it has read the decision; its state then, or None on timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        view = await client.run_view(decided.run_id)
-        state = view.state
+        state = (await client.run_view(decided.run_id)).state
         approval = state.approval if state is not None else None
         if state is not None and (
             state.is_finished
             or approval is None
             or approval.status != "pending"
-            or approval.request.token != decided.token
+            or approval.requested_at != decided.requested_at
         ):
             return state
         await asyncio.sleep(0.2)

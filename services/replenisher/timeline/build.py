@@ -78,11 +78,14 @@ def build_timeline(
     waiting: Waiting | None = None,
     outcome: ReplenishmentResult | None = None,
     alive_after: Mapping[float, float] | None = None,
+    related_failures: Iterable[TransientFailure] = (),
 ) -> Timeline:
     """`alive_after` maps the time of an outage's last recorded failure to the first command any
-    invocation journaled after it: the earliest proof the service was back."""
+    invocation journaled after it: the earliest proof the service was back. `related_failures`
+    are failed attempts of the SKU agent's own invocations during the run (a message that
+    could not be delivered because the service was down): their outages are drawn too."""
     entries = sorted(entries, key=lambda e: e.index)
-    failures = sorted(failures, key=lambda f: f.at)
+    failures = sorted([*failures, *(f for f in related_failures if is_outage(f))], key=lambda f: f.at)
     timeline = Timeline(
         run_id=run_id,
         sku=sku,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from replenisher.domain.sku import SkuRecord
-from replenisher.timeline.build import build_timeline, outage_clusters
+from replenisher.timeline.build import build_timeline, is_outage, outage_clusters
 from replenisher.timeline.model import Timeline
 from replenisher.timeline.restate import NotFound, RestateClient, run_id_of, valid_sku
 
@@ -37,8 +37,15 @@ async def load_run_timeline(client: RestateClient, record: SkuRecord, run_id: st
     invocation = (await client.run_invocations([run_id])).get(run_id)
     entries = await client.journal(invocation.id) if invocation else []
     failures = await client.failures(invocation.id) if invocation else []
+    begin = view.state.started_at if view.state else (outcome.started_at if outcome else None)
+    end = outcome.ended_at if outcome else time.time()
+    related = [
+        f
+        for f in (await client.sku_agent_failures(record.sku) if entries else [])
+        if is_outage(f) and begin is not None and begin <= f.at <= end
+    ]
     alive_after = {}
-    for cluster in outage_clusters(entries, failures):
+    for cluster in outage_clusters(entries, [*failures, *related]):
         back = await client.first_command_after(cluster[-1].at)
         if back is not None:
             alive_after[cluster[-1].at] = back
@@ -53,4 +60,5 @@ async def load_run_timeline(client: RestateClient, record: SkuRecord, run_id: st
         waiting=view.waiting,
         outcome=outcome,
         alive_after=alive_after,
+        related_failures=related,
     )

@@ -205,6 +205,15 @@ class RestateClient:
         )
         return transient_failures(rows)
 
+    async def sku_agent_failures(self, sku: str) -> list[TransientFailure]:
+        """Failed attempts of the SKU agent's invocations (check, deliver, ...) still on record."""
+        rows = await self.sql(
+            "SELECT e.after_journal_entry_index, e.appended_at, e.event_type, e.event_json "
+            "FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
+            f"WHERE i.target_service_name = 'SkuAgent' AND i.target_service_key = {literal(valid_sku(sku))}"
+        )
+        return transient_failures(rows)
+
     async def first_command_after(self, t: float) -> float | None:
         """The first journal command any invocation wrote after `t`: the service was up then."""
         rows = await self.sql(

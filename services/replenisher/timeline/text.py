@@ -5,6 +5,7 @@ turn  at      tool                  |█   ════════════�
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 
 from replenisher.timeline.format import clock, days, duration, shorten
@@ -20,17 +21,17 @@ SOURCES = {
 
 
 def render_text(timeline: Timeline, width: int = 110, bar_width: int = 36) -> str:
-    lines = _header(timeline)
+    lines = _header(timeline, width)
     span = timeline.span
     if timeline.source == "journal" and span is not None:
         lines += _chart(timeline, span, width, bar_width)
     else:
         lines += _listing(timeline, width)
     lines += _footer(timeline, width)
-    return "\n".join(lines)
+    return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in "\n".join(lines).split("\n"))
 
 
-def _header(t: Timeline) -> list[str]:
+def _header(t: Timeline, width: int) -> list[str]:
     lines = [f"{t.run_id}  ({t.sku})  {t.status}"]
     facts = [f"started {clock(t.started_at)}"]
     if t.started_at is not None:
@@ -43,7 +44,7 @@ def _header(t: Timeline) -> list[str]:
         facts.append(f"a business day is {duration(t.day_seconds)}")
     lines.append(" · ".join(facts))
     lines.append(f"from {SOURCES[t.source]}")
-    lines += [f"note: {note}" for note in t.notes]
+    lines += [textwrap.fill(f"note: {note}", width, subsequent_indent="      ") for note in t.notes]
     lines.append("")
     return lines
 
@@ -66,7 +67,11 @@ def _chart(t: Timeline, span: tuple[float, float], width: int, bar_width: int) -
     for _, block in sorted(rows, key=lambda r: r[0]):
         lines += block
     lines.append("")
-    lines.append("key: █ step  ═ wait  ◆ ended by a message  ✗ ended by its timeout  ▶ still going  ░ service down")
+    key = "key: █ step  ═ wait  ◆ ended by a message  ✗ ended by its timeout  ▶ still going  ░ service down"
+    if len(key) > width:
+        cut = key.index("  ✗")
+        key = key[:cut] + "\n    " + key[cut + 2 :]
+    lines.append(key)
     return lines
 
 
@@ -118,9 +123,9 @@ def _band_rows(t: Timeline, band: Band, col: Col, bar_width: int, width: int) ->
         bar[i] = "░"
     label = "service down" if band.end is not None else "service down now"
     took = duration(end - band.start)
-    retries = f" ({band.retries} retries so far)" if band.retries else ""
+    retries = f"{band.retries} retries so far: " if band.retries else ""
     head = f"{'':>4}  {_at(t, band.start):>7}  {label:<24} |{''.join(bar)}| {took:>7}"
-    what = "; ".join(band.errors) + retries
+    what = retries + "; ".join(band.errors)
     if width - len(head) >= 42:
         return [head + "  " + shorten(what, width - len(head) - 2)]
     return [head, " " * 15 + shorten(what, width - 15)]
@@ -149,7 +154,7 @@ def _at(t: Timeline, x: float | None) -> str:
 
 def _listing(t: Timeline, width: int) -> list[str]:
     if not t.turns:
-        return ["(no turns recorded)"]
+        return ["(the run's turns are no longer kept)" if t.source == "outcome" else "(no turns yet)"]
     lines = [f"{'turn':>4}  {'tool':<24}  what happened"]
     for turn in t.turns:
         lines.append(f"{turn.turn:>4}  {shorten(turn.tool, 24):<24}  " + shorten(turn.summary or "-", width - 32))
@@ -165,7 +170,7 @@ def _footer(t: Timeline, width: int) -> list[str]:
         price = f" at {o.unit_price:.2f}" if o.unit_price is not None else ""
         po = f" (PO {o.po_number} from {o.supplier})" if o.po_number else ""
         lines.append(f"outcome: {o.outcome.upper()}  {o.quantity_received} of {o.quantity_ordered} received{price}{po}")
-        lines.append(shorten(f"         {o.detail}", width))
+        lines.append("         " + shorten(o.detail, width - 9))
     elif t.waiting is not None:
         lines.append(f"now: waiting in {t.waiting.tool} until {clock(t.waiting.deadline)}")
     else:

@@ -1,0 +1,154 @@
+"""Fixtures for the operator's tools, against the session's real Restate, world and service.
+
+The CLI runs as a subprocess (the way a person runs it), the console on real hypercorn, the
+browser is Debian's Chromium driven by Playwright (never a downloaded browser).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from e2e.scenario import Scenario, ok
+from replenisher.stack.ports import free_port
+from replenisher.stack.processes import HypercornApp
+from replenisher.stack.runtime import RestateRuntime
+from support import REPO_ROOT, RegisteredService
+
+CHROMIUM = os.environ.get("REPLENISHER_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = REPO_ROOT / "tests" / "artifacts" / "operator"
+
+
+@pytest.fixture
+def scenario(
+    service: RegisteredService,
+    ingress: httpx.AsyncClient,
+    world_client: httpx.AsyncClient,
+    request: pytest.FixtureRequest,
+) -> Scenario:
+    name = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name.removeprefix("test_"))[:20].strip("-")
+    return Scenario(ingress, world_client, name)
+
+
+async def setup_lasting_quotes(scenario: Scenario, price: float = 4.0, **item: Any) -> None:
+    """A scenario whose quotes stay valid for a year (90 test-seconds), so an approval given a few test-seconds
+    after the request still orders instead of re-quoting."""
+    await scenario.setup(price=price, **item)
+    supplier = {
+        "name": f"Supplier {scenario.supplier}",
+        "prices": {scenario.sku: price},
+        "lead_days": 2,
+        "reply_days": 0.5,
+        "quote_valid_days": 365,
+        "deliveries": 1,
+        "delivery_gap_days": 1,
+    }
+    ok(await scenario.world.put(f"/admin/suppliers/{scenario.supplier}", json=supplier))
+
+
+@pytest.fixture(scope="session")
+def operator_env(restate_runtime: RestateRuntime, world: HypercornApp) -> dict[str, str]:
+    return {
+        "REPLENISHER_INGRESS_URL": restate_runtime.ingress_url,
+        "REPLENISHER_ADMIN_URL": restate_runtime.admin_url,
+        "REPLENISHER_WORLD_URL": world.url,
+    }
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def __str__(self) -> str:
+        return f"exit {self.code}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
+
+
+Cli = Callable[..., Awaitable[CliResult]]
+
+
+@pytest.fixture
+def cli(operator_env: dict[str, str]) -> Cli:
+    """`replenisher ARGS...` as a person runs it, in a child process."""
+
+    async def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> CliResult:  # noqa: ASYNC109
+        full_env = {**os.environ, **operator_env, "COLUMNS": "150", **(env or {})}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "replenisher.cli",
+            *args,
+            env=full_env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(), timeout)
+        except TimeoutError:
+            process.kill()
+            raise
+        assert process.returncode is not None
+        return CliResult(process.returncode, out.decode(), err.decode())
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def console(operator_env: dict[str, str], log_dir: Path) -> Iterator[HypercornApp]:
+    app = HypercornApp(
+        "replenisher.console.app:app", free_port(), operator_env, name="console", log_path=log_dir / "console.log"
+    )
+    try:
+        app.start()
+        app.wait_ready()
+        yield app
+    finally:
+        app.stop()
+
+
+def chromium_installed() -> bool:
+    return Path(CHROMIUM).exists()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def browser() -> AsyncIterator[Any]:
+    from playwright.async_api import async_playwright
+
+    if not chromium_installed():
+        pytest.fail(
+            f"no Chromium at {CHROMIUM}: install Debian's package (apt-get install chromium) as .ci/run does",
+            pytrace=False,
+        )
+    async with async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            await chromium.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS

@@ -1,0 +1,194 @@
+"""`replenisher` as a person uses it, in a child process, against the real stack."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from conftest import Cli, setup_lasting_quotes
+from e2e.scenario import Scenario
+from replenisher.stack.admin import Admin
+from replenisher.stack.ports import free_port
+from replenisher.stack.runtime import RestateRuntime
+from support import RegisteredService, eventually
+
+pytestmark = pytest.mark.e2e
+
+DAILY = ["skus", "status", "approve", "reject", "deliver", "timeline", "outcomes", "cost", "console", "up", "down"]
+
+
+async def test_help_lists_the_commands(cli: Cli) -> None:
+    result = await cli("--help")
+    assert result.code == 0, result
+    for command in DAILY:
+        assert f"\n    {command} " in result.out or f"\n  {command} " in result.out, f"{command} missing:\n{result}"
+
+
+async def test_status_shows_the_token_and_approving_carries_the_run_to_its_goods(cli: Cli, scenario: Scenario) -> None:
+    await setup_lasting_quotes(scenario, price=4.0)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+
+    status = await cli("status", scenario.sku)
+    assert status.code == 0, status
+    assert f"approval pending: {request['po_number']}" in status.out
+    assert f"approval token: {request['token']}" in status.out, status
+    assert f"replenisher approve {scenario.sku} --up-to 4.00" in status.out
+
+    skus = await cli("skus")
+    row = next(line for line in skus.out.splitlines() if line.startswith(scenario.sku))
+    assert run_id in row and "wait_for_approval" in row, skus
+
+    too_low = await cli("approve", scenario.sku, "--up-to", "3.50")
+    assert too_low.code == 1 and "below the asked 4.00" in too_low.err, too_low
+    wrong_token = await cli("approve", scenario.sku, "--up-to", "4.00", "--token", "not-the-token")
+    assert wrong_token.code == 1 and "not the one of" in wrong_token.err, wrong_token
+
+    approved = await cli("approve", scenario.sku, "--up-to", "4.20", "--token", request["token"], "--note", "ok")
+    assert approved.code == 0, approved
+    assert f"{request['po_number']} approved up to 4.20: delivered to {run_id}" in approved.out
+    assert "read it and carried on:" in approved.out and "wait_for_approval: approved up to 4.20" in approved.out
+
+    outcome = await scenario.outcome(run_id)
+    assert outcome["outcome"] == "received"
+    outcomes = await cli("outcomes", scenario.sku, "--json")
+    assert [(o["run_id"], o["outcome"]) for o in json.loads(outcomes.out)] == [(run_id, "received")]
+
+    again = await cli("approve", scenario.sku, "--up-to", "4.20")
+    assert again.code == 1 and "no replenishment running" in again.err, again
+
+    cost = await cli("cost", scenario.sku, "--json")
+    [row_cost] = json.loads(cost.out)
+    assert row_cost["bought"] == pytest.approx(95 * 4.0) and row_cost["model"]["calls"] == 0
+
+
+async def test_reject_ends_the_run_rejected_without_an_order(cli: Cli, scenario: Scenario) -> None:
+    await setup_lasting_quotes(scenario)
+    run_id = (await scenario.check())["started"]
+    await scenario.pending_approval()
+
+    rejected = await cli("reject", scenario.sku, "--note", "too dear", "--json")
+    assert rejected.code == 0, rejected
+    body = json.loads(rejected.out)
+    assert body["decided"]["approved"] is False and body["run_state"]["rejected"] is True
+
+    assert (await scenario.outcome(run_id))["outcome"] == "rejected"
+    assert await scenario.orders() == []
+
+
+async def test_errors_are_one_clear_line_and_a_non_zero_exit(cli: Cli, scenario: Scenario) -> None:
+    unknown = await cli("status", "SKU-nobody-knows")
+    assert unknown.code == 1 and "unknown SKU SKU-nobody-knows" in unknown.err, unknown
+    assert unknown.out == "" and "Traceback" not in unknown.err
+
+    bad = await cli("timeline", "no spaces allowed")
+    assert bad.code == 1 and "not a valid SKU" in bad.err, bad
+
+    down = await cli("skus", env={"REPLENISHER_ADMIN_URL": f"http://127.0.0.1:{free_port()}"})
+    assert down.code == 3 and "cannot reach Restate's admin API" in down.err, down
+    down = await cli("status", "SKU-1", env={"REPLENISHER_INGRESS_URL": f"http://127.0.0.1:{free_port()}"})
+    assert down.code == 3 and "cannot reach Restate's ingress" in down.err, down
+
+    await scenario.setup(on_hand=50, safety_stock=20)
+    assert (await scenario.check())["started"] is None
+    not_json = await cli("deliver", scenario.sku, "goods", "{not json")
+    assert not_json.code == 1 and "not valid JSON" in not_json.err, not_json
+    refused = await cli("deliver", scenario.sku, "goods", '{"receipt_id": "r1"}')
+    assert refused.code == 1 and "400" in refused.err, refused
+    nothing = await cli("reject", scenario.sku)
+    assert nothing.code == 1 and "nothing waits for approval" in nothing.err, nothing
+
+
+async def test_timeline_of_a_finished_run_in_text_json_and_html(cli: Cli, scenario: Scenario, tmp_path) -> None:
+    await setup_lasting_quotes(scenario)
+    await scenario.fault(down_calls=1)  # the first quote request fails: a retried step
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    await scenario.decide(request["po_number"], approved=True, up_to=4.0)
+    await scenario.outcome(run_id)
+
+    page = tmp_path / "run.html"
+    text = await cli("timeline", scenario.sku, "--html", str(page), "--width", "130")
+    assert text.code == 0, text
+    assert f"{run_id}  ({scenario.sku})  ended received" in text.out
+    for tool in ("get_quotes", "wait_for_approval", "place_order", "wait_for_goods", "close_purchase_order"):
+        assert tool in text.out, text.out
+    assert "get_quotes retried after: HTTPStatusError" in text.out and "503" in text.out
+    assert "◆" in text.out, "the approval wait ended by a message"
+    assert "<svg" in page.read_text() and "data-outcome='received'" in page.read_text()
+
+    as_json = json.loads((await cli("timeline", scenario.sku, "--run", "1", "--json")).out)
+    assert as_json["source"] == "journal" and as_json["outcome"]["outcome"] == "received"
+    waits = [t for t in as_json["turns"] if t["tool"] == "wait_for_approval"]
+    assert waits[0]["spans"][-1]["ended_by"] == "message"
+
+    missing = await cli("timeline", scenario.sku, "--run", "2")
+    assert missing.code == 1 and "has had only 1 run: no run 2" in missing.err, missing
+
+
+async def test_a_service_crash_during_a_wait_shows_as_a_band_and_the_run_carries_on(
+    cli: Cli, scenario: Scenario, service: RegisteredService, ingress: httpx.AsyncClient, admin: Admin
+) -> None:
+    await setup_lasting_quotes(scenario)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+
+    service.kill()
+    decision = {"po_number": request["po_number"], "token": request["token"], "approved": True, "up_to": 4.0}
+    sent = await ingress.post(f"/SkuAgent/{scenario.sku}/deliver/send", json={"event": "approval", "payload": decision})
+    assert sent.status_code == 202, sent.text
+
+    async def refused_while_down() -> bool:
+        rows = await admin.asql(
+            "SELECT e.event_json FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
+            f"WHERE i.target = 'SkuAgent/{scenario.sku}/deliver'"
+        )
+        return any("onnection refused" in r["event_json"] for r in rows)
+
+    await eventually(refused_while_down, timeout=20, what="Restate to record a failed attempt")
+    service.restart()
+    assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+
+    result = await cli("timeline", scenario.sku, "--json")
+    timeline = json.loads(result.out)
+    assert timeline["bands"], result
+    band = timeline["bands"][0]
+    assert band["end"] is not None and band["start"] < band["end"]
+    assert any("onnection refused" in e for e in band["errors"])
+    text = await cli("timeline", scenario.sku, "--width", "140")
+    assert "service down" in text.out and "░" in text.out
+
+
+async def test_when_restate_has_dropped_the_journal_the_timeline_says_so_and_shows_what_is_kept(
+    cli: Cli, scenario: Scenario, restate_runtime: RestateRuntime, admin: Admin
+) -> None:
+    await setup_lasting_quotes(scenario)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    await scenario.decide(request["po_number"], approved=False)
+    await scenario.outcome(run_id)
+    [row] = await admin.asql(f"SELECT id FROM sys_invocation WHERE target = 'Replenish/{run_id}/run'")
+
+    # What retention does after a day, now: first Restate drops the journal...
+    async with httpx.AsyncClient(base_url=restate_runtime.admin_url, timeout=30) as client:
+        dropped = await client.patch(f"/invocations/{row['id']}/purge-journal")
+        assert dropped.is_success, dropped.text
+        assert await admin.asql(f"SELECT index FROM sys_journal WHERE id = '{row['id']}'") == []
+
+        result = await cli("timeline", scenario.sku, "--width", "200")
+        assert result.code == 0, result
+        assert "no longer holds this run's journal" in result.out
+        assert "from the run's own history (no times)" in result.out
+        assert "wait_for_approval" in result.out and "the manager rejected" in result.out
+
+        # ... then the whole invocation, with the workflow's state.
+        purged = await client.patch(f"/invocations/{row['id']}/purge")
+        assert purged.is_success, purged.text
+
+    result = await cli("timeline", scenario.sku, "--width", "200")
+    assert result.code == 0, result
+    assert "from the outcome kept in the SKU's record" in result.out
+    assert "only the outcome kept in the SKU's record remains" in result.out
+    assert "outcome: REJECTED" in result.out

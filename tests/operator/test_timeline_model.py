@@ -1,0 +1,266 @@
+"""The timeline model from Restate's rows, without starting anything.
+
+The rows are shaped as restate-server 1.7.12 answers `SELECT ... FROM sys_journal` and
+`sys_journal_events` (entry_lite_json, RFC 3339 timestamps); the end-to-end tests read the
+real thing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from replenisher.domain.documents import StockLevel
+from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.state import State, TurnRecord
+from replenisher.timeline.build import JOURNAL_GONE, STATE_GONE, build_timeline
+from replenisher.timeline.html import render_html
+from replenisher.timeline.journal import invocation, journal_entries, transient_failures
+from replenisher.timeline.model import Timeline
+from replenisher.timeline.text import render_text
+
+T0 = 1_800_000_000.0
+RUN = "replenish-SKU-9-1"
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Journal:
+    """Builds sys_journal and sys_journal_events rows the way the workflow writes them."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.completion = 0
+
+    def _row(self, entry_type: str, at: float, lite: dict[str, Any], name: str = "") -> None:
+        self.rows.append(
+            {
+                "index": len(self.rows),
+                "entry_type": entry_type,
+                "name": name,
+                "appended_at": iso(at),
+                "entry_lite_json": json.dumps(lite),
+            }
+        )
+
+    def command(self, kind: str, at: float, entry_name: str = "", **body: Any) -> int:
+        self.completion += 1
+        self._row(f"Command: {kind}", at, {"Command": {kind: {"completion_id": self.completion, **body}}}, entry_name)
+        return self.completion
+
+    def run(self, name: str, at: float) -> int:
+        return self.command("Run", at, name, name=name)
+
+    def notify(self, completion: int, at: float, kind: str = "Run", result: str = "Success") -> None:
+        lite = {"Notification": {"ty": {"Completion": kind}, "id": {"CompletionId": completion}, "result": result}}
+        self._row(f"Notification: {kind}", at, lite)
+
+    def step(self, name: str, at: float, took: float, result: str = "Success") -> None:
+        self.notify(self.run(name, at), at + took, result=result)
+
+    def wait(self, key: str, at: float, deadline: float) -> tuple[int, int]:
+        promise = self.command("GetPromise", at, key=key)
+        timer = self.command("Sleep", at, wake_up_time=int(deadline * 1000))
+        return promise, timer
+
+    def failed_attempt(self, at: float, message: str, code: str = "RT0007", command: str | None = None) -> None:
+        event = {"ty": "TransientError", "error_code": 500, "error_message": message, "restate_doc_error_code": code}
+        if command:
+            event["related_command_name"] = command
+        self.events.append(
+            {
+                "after_journal_entry_index": len(self.rows) - 1,
+                "appended_at": iso(at),
+                "event_type": "TransientError",
+                "event_json": json.dumps(event),
+            }
+        )
+
+
+def state_with(*turns: tuple[str, str, str]) -> State:
+    stock = StockLevel(sku="SKU-9", on_hand=5, safety_stock=20, target_stock=100, suppliers=["acme"])
+    state = State.start(RUN, stock, day_seconds=10.0, started_at=T0)
+    state.history = [TurnRecord(turn=i, tool=t, reason=r, summary=s) for i, (t, r, s) in enumerate(turns)]
+    return state
+
+
+def timeline(journal: Journal, state: State | None, **kw: Any) -> Timeline:
+    return build_timeline(
+        RUN,
+        "SKU-9",
+        now=kw.pop("now", T0 + 1000),
+        entries=journal_entries(journal.rows),
+        failures=transient_failures(journal.events),
+        state=state,
+        **kw,
+    )
+
+
+def quoted_then_approved() -> Journal:
+    j = Journal()
+    j.command("Input", T0)
+    j.step("decide 0", T0 + 0.01, 0.001)
+    quotes = j.run("get_quotes 0", T0 + 0.02)
+    j.failed_attempt(
+        T0 + 0.03,
+        "HTTPStatusError(\"Server error '503 '\")\nFor more information check: https://x",
+        command="get_quotes 0",
+    )
+    j.notify(quotes, T0 + 0.8)
+    j.step("decide 1", T0 + 0.9, 0.001)
+    promise, timer = j.wait("approval-0", T0 + 1.0, deadline=T0 + 31.0)
+    j.notify(promise, T0 + 12.0, kind="GetPromise")
+    j.step("decide 2", T0 + 12.1, 0.001)
+    j.step("place_order 2", T0 + 12.2, 0.01)
+    j.notify(timer, T0 + 31.0, kind="Sleep")  # the timer that lost the race still fires later
+    return j
+
+
+def test_turns_take_their_times_from_the_journal_and_their_words_from_the_history() -> None:
+    state = state_with(
+        ("get_quotes", "need prices", "1 quotes, cheapest 4.00"),
+        ("wait_for_approval", "the manager has not decided yet", "approved up to 4.00"),
+        ("place_order", "the price is approved", "ordered PO-1"),
+    )
+    t = timeline(quoted_then_approved(), state)
+
+    assert t.source == "journal" and t.notes == []
+    assert [turn.tool for turn in t.turns] == ["get_quotes", "wait_for_approval", "place_order"]
+    quotes = t.turns[0].action
+    assert quotes is not None and quotes.kind == "step"
+    assert (quotes.start, quotes.end) == (T0 + 0.02, T0 + 0.8)
+    assert quotes.errors == ["HTTPStatusError(\"Server error '503 '\")"], "retries are drawn on their step, first line"
+    assert not quotes.failed
+    wait = t.turns[1].action
+    assert wait is not None and wait.kind == "wait" and wait.promise == "approval-0"
+    assert (wait.start, wait.end, wait.deadline, wait.ended_by) == (T0 + 1.0, T0 + 12.0, T0 + 31.0, "message")
+    assert t.turns[1].reason == "the manager has not decided yet" and t.turns[1].summary == "approved up to 4.00"
+    assert t.bands == [], "a step's own retries are not an outage"
+    assert t.day_of(T0 + 12.0) == 1.2
+
+
+def test_a_wait_ended_by_its_timer_and_a_step_that_gave_up() -> None:
+    j = Journal()
+    j.step("decide 0", T0, 0.001)
+    j.step("get_quotes 0", T0 + 0.1, 0.7, result="Failure")
+    j.step("decide 1", T0 + 1, 0.001)
+    _, timer = j.wait("supplier-reply-0", T0 + 1.1, deadline=T0 + 71.1)
+    j.notify(timer, T0 + 71.1, kind="Sleep")
+    t = timeline(j, None)
+
+    assert t.turns[0].action is not None and t.turns[0].action.failed
+    wait = t.turns[1].action
+    assert wait is not None and wait.name == "wait_for_supplier_reply" and wait.ended_by == "timeout"
+    assert t.turns[1].tool == "wait_for_supplier_reply", "the tool comes from the promise when the history is gone"
+    assert t.notes == ["the run's state could not be read: turns are shown without reasons or summaries"]
+
+
+def test_an_outage_band_runs_from_the_first_failed_attempt_until_the_service_was_seen_again() -> None:
+    j = Journal()
+    j.step("decide 0", T0, 0.001)
+    promise, _ = j.wait("approval-0", T0 + 0.1, deadline=T0 + 100)
+    j.failed_attempt(
+        T0 + 5, "unexpected error while reading the response body: stream closed because of a broken pipe", "RT0010"
+    )
+    j.failed_attempt(
+        T0 + 6, "error when calling 'http://127.0.0.1:9080/': h2 pool connection error: Connection refused", "RT0010"
+    )
+    j.notify(promise, T0 + 20, kind="GetPromise")
+    j.step("decide 1", T0 + 20.1, 0.001)
+    # Another invocation journaled a command at T0+9: the service was back by then.
+    t = timeline(j, None, alive_after={T0 + 6: T0 + 9})
+
+    assert len(t.bands) == 1
+    band = t.bands[0]
+    assert (band.start, band.end) == (T0 + 5, T0 + 9)
+    assert len(band.errors) == 2 and "Connection refused" in band.errors[1]
+    without = timeline(j, None)
+    assert (without.bands[0].start, without.bands[0].end) == (T0 + 5, T0 + 20.1), "else the run's next command"
+
+
+def test_an_outage_still_going_is_open_and_counts_the_attempts() -> None:
+    j = Journal()
+    j.step("decide 0", T0, 0.001)
+    j.run("place_order 0", T0 + 1)
+    j.failed_attempt(T0 + 1.5, "error when calling 'http://127.0.0.1:9080/': Connection refused", "RT0010")
+    inv = invocation(
+        {
+            "id": "inv_1",
+            "status": "backing-off",
+            "retry_count": 7,
+            "last_failure": "[500] error when calling 'http://127.0.0.1:9080/': Connection refused",
+            "created_at": iso(T0),
+        }
+    )
+    t = timeline(j, None, invocation=inv, now=T0 + 60)
+
+    assert len(t.bands) == 1 and t.bands[0].end is None and t.bands[0].retries == 7
+    assert t.status.startswith("retrying (attempt 8)")
+    text = render_text(t, width=120)
+    assert "service down now" in text and "7 retries so far" in text
+    assert t.turns[0].action is not None and t.turns[0].action.end is None, "the step never finished"
+
+
+def test_without_the_journal_the_runs_own_history_is_shown_and_the_gap_is_said() -> None:
+    state = state_with(("get_quotes", "need prices", "1 quotes, cheapest 4.00"), ("done", "nothing left open", ""))
+    t = build_timeline(RUN, "SKU-9", now=T0 + 10, state=state)
+
+    assert t.source == "history" and t.notes == [JOURNAL_GONE]
+    assert [(turn.tool, turn.spans) for turn in t.turns] == [("get_quotes", []), ("done", [])]
+    text = render_text(t)
+    assert "no longer holds this run's journal" in text and "1 quotes, cheapest 4.00" in text
+
+
+def test_with_only_the_outcome_left_the_timeline_says_so() -> None:
+    outcome = ReplenishmentResult(
+        run_id=RUN, sku="SKU-9", outcome="received", detail="95 received", turns=10, started_at=T0, ended_at=T0 + 90
+    )
+    t = build_timeline(RUN, "SKU-9", now=T0 + 1e6, outcome=outcome)
+
+    assert t.source == "outcome" and JOURNAL_GONE in t.notes and STATE_GONE in t.notes
+    assert (t.started_at, t.ended_at) == (T0, T0 + 90)
+    text = render_text(t)
+    assert "outcome: RECEIVED" in text and "only the outcome" in text and "10 turns" in text
+
+
+def test_the_text_timeline_fits_its_width_and_marks_how_waits_ended() -> None:
+    j = quoted_then_approved()
+    j.failed_attempt(T0 + 13, "stream closed because of a broken pipe", "RT0010")
+    j.step("decide 3", T0 + 20, 0.001)
+    t = timeline(j, state_with(("get_quotes", "need prices", "ok"), ("wait_for_approval", "", "approved")))
+    text = render_text(t, width=100)
+
+    assert all(len(line) <= 100 for line in text.splitlines()), text
+    assert "◆" in text and "░" in text and "service down" in text
+    assert "get_quotes retried after: HTTPStatusError" in text
+
+
+def test_the_html_timeline_is_self_contained_and_escapes_what_suppliers_wrote() -> None:
+    hostile = "<script>alert('x')</script> & <img src=x onerror=alert(1)>"
+    state = state_with(("get_quotes", hostile, hostile), ("wait_for_approval", "", "approved"))
+    page = render_html(timeline(quoted_then_approved(), state))
+
+    assert "<script" not in page and "<img" not in page and "&lt;script&gt;" in page
+    assert "<svg" in page and "data-ended-by='message'" in page
+    fetches = re.findall(r"<[a-z]+[^>]*\s(?:src|href)=", page) + re.findall(r"url\(http", page)
+    assert fetches == [], "nothing is fetched from elsewhere"
+
+
+def test_a_message_that_could_not_be_delivered_while_the_service_was_down_draws_the_outage() -> None:
+    j = Journal()
+    j.step("decide 0", T0, 0.001)
+    promise, _ = j.wait("approval-0", T0 + 0.1, deadline=T0 + 100)
+    j.notify(promise, T0 + 30, kind="GetPromise")
+    j.step("decide 1", T0 + 30.1, 0.001)
+    deliver = Journal()  # the SkuAgent's deliver invocation, retried while the service was down
+    deliver.command("Input", T0 + 10)
+    deliver.failed_attempt(T0 + 10.01, "error when calling 'http://127.0.0.1:9080/': Connection refused", "RT0010")
+    deliver.failed_attempt(T0 + 11, "HTTPStatusError: 503 from the ERP", "RT0007", command="read stock")
+    t = timeline(j, None, related_failures=transient_failures(deliver.events), alive_after={T0 + 10.01: T0 + 29})
+
+    assert [(b.start, b.end) for b in t.bands] == [(T0 + 10.01, T0 + 29)], "only the outage, not the ERP's error"
