@@ -26,6 +26,8 @@ table.list th, table.list td { text-align: left; padding: 8px 10px; border-botto
 table.list td { vertical-align: top; }
 table.list th { font-size: 12px; text-transform: uppercase; color: #6b7280; background: #f3f4f6; }
 td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.id { white-space: nowrap; }
+.scroll { overflow-x: auto; }
 .muted { color: #6b7280; font-size: 13px; }
 .flash { padding: 8px 12px; margin: 0 0 14px; border-radius: 4px; }
 .flash.ok { background: #dcfce7; border: 1px solid #86efac; }
@@ -91,10 +93,10 @@ def inbox(pending: list[PendingApproval], now: float, flash: tuple[str, str] | N
         waiting = "" if p.waiting else "<div class=muted>the run is not waiting yet</div>"
         rows.append(
             f"<tr data-po='{escape(p.po_number)}' data-sku='{escape(p.sku)}'>"
-            f"<td><b>{escape(p.po_number)}</b><div class=muted><a href='{run_href(p.run_id)}'>"
+            f"<td class=id><b>{escape(p.po_number)}</b><div class=muted><a href='{run_href(p.run_id)}'>"
             f"{escape(p.run_id)}</a></div></td>"
-            f"<td><a href='/skus/{escape(p.sku)}'>{escape(p.sku)}</a></td>"
-            f"<td>{escape(p.supplier)}</td>"
+            f"<td class=id><a href='/skus/{escape(p.sku)}'>{escape(p.sku)}</a></td>"
+            f"<td class=id>{escape(p.supplier)}</td>"
             f"<td class=num>{p.quantity}</td>"
             f"<td class=num>{p.unit_price:.2f}<div class=muted>total {p.total:,.2f}</div></td>"
             f"<td class=num>{escape(duration(p.age(now)))}{expired}{waiting}</td>"
@@ -103,10 +105,11 @@ def inbox(pending: list[PendingApproval], now: float, flash: tuple[str, str] | N
         )
     body = (
         f"<h1>Approval inbox <span class=tag>{len(pending)}</span></h1>"
-        "<table class=list id=inbox><thead><tr><th>PO</th><th>SKU</th><th>supplier</th><th>quantity</th>"
+        "<div class=scroll><table class=list id=inbox><thead>"
+        "<tr><th>PO</th><th>SKU</th><th>supplier</th><th>quantity</th>"
         "<th>unit price</th><th>quote age</th><th>decide by</th><th>decision</th></tr></thead><tbody>"
         + "".join(rows)
-        + "</tbody></table>"
+        + "</tbody></table></div>"
         "<p class=muted>Approving resolves the run's durable promise through Restate's ingress: the run "
         "continues at once. Without a decision by the deadline the run cancels the PO (it fails closed).</p>"
     )

@@ -1,0 +1,107 @@
+"""The manager's console in a real headless Chromium, against the real stack.
+
+Screenshots go to tests/artifacts/operator/ (kept by CI with the other artifacts).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import setup_lasting_quotes
+from e2e.scenario import Scenario
+from replenisher.stack.processes import HypercornApp
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_the_manager_approves_in_the_inbox_and_watches_the_run_carry_on(
+    browser: Any, console: HypercornApp, scenario: Scenario, artifacts: Path
+) -> None:
+    page = await browser.new_page(viewport={"width": 1280, "height": 860})
+    try:
+        await setup_lasting_quotes(scenario, price=4.0)
+        run_id = (await scenario.check())["started"]
+        request = await scenario.pending_approval()
+
+        await page.goto(f"{console.url}/inbox")
+        row = page.locator(f"#inbox tr[data-sku='{scenario.sku}']")
+        await row.wait_for(timeout=15_000)
+        assert request["po_number"] in await row.inner_text()
+        assert "95" in await row.inner_text() and "4.00" in await row.inner_text()
+        await page.screenshot(path=str(artifacts / "inbox.png"), full_page=True)
+
+        await row.locator("input[name=up_to]").fill("4.25")
+        await row.locator("input[name=note]").fill("fine, order it")
+        await row.get_by_role("button", name="Approve").click()
+
+        await page.wait_for_url(f"**/skus/{scenario.sku}/runs/1?**", timeout=15_000)
+        flash = await page.locator(".flash.ok").inner_text()
+        assert f"{request['po_number']} approved up to 4.25" in flash
+        await page.screenshot(path=str(artifacts / "run-just-approved.png"), full_page=True)
+
+        # The page's own script refreshes the timeline in place while the run goes on: no reload.
+        await page.evaluate("window.__sameDocument = true")
+        await page.locator("section#timeline[data-finished='true']").wait_for(timeout=60_000)
+        assert await page.evaluate("window.__sameDocument === true"), "the timeline updated without a reload"
+        outcome = page.locator("p.outcome[data-outcome='received']")
+        assert "95 of 95 received at 4.00" in await outcome.inner_text()
+        approval_row = page.locator("g.turn[data-tool='wait_for_approval'] rect.wait[data-ended-by='message']")
+        assert await approval_row.count() == 1
+        for tool in ("place_order", "wait_for_goods", "close_purchase_order"):
+            assert await page.locator(f"g.turn[data-tool='{tool}']").count() >= 1, tool
+        await page.screenshot(path=str(artifacts / "run-timeline.png"), full_page=True)
+
+        assert (await scenario.outcome(run_id))["outcome"] == "received"
+        await page.goto(f"{console.url}/inbox")
+        assert await page.locator(f"#inbox tr[data-sku='{scenario.sku}']").count() == 0, "no longer in the inbox"
+
+        await page.goto(f"{console.url}/skus")
+        sku_row = page.locator(f"#skus tr[data-sku='{scenario.sku}']")
+        assert "received" in await sku_row.inner_text()
+        await page.screenshot(path=str(artifacts / "skus.png"), full_page=True)
+    finally:
+        await page.close()
+
+
+async def test_the_manager_rejects_in_the_inbox(browser: Any, console: HypercornApp, scenario: Scenario) -> None:
+    page = await browser.new_page()
+    try:
+        await setup_lasting_quotes(scenario)
+        run_id = (await scenario.check())["started"]
+        await scenario.pending_approval()
+        await page.goto(f"{console.url}/inbox")
+        row = page.locator(f"#inbox tr[data-sku='{scenario.sku}']")
+        await row.get_by_role("button", name="Reject").click()
+        await page.wait_for_url(f"**/skus/{scenario.sku}/runs/1?**", timeout=15_000)
+        assert "rejected" in await page.locator(".flash.ok").inner_text()
+        assert (await scenario.outcome(run_id))["outcome"] == "rejected"
+        assert await scenario.orders() == []
+    finally:
+        await page.close()
+
+
+async def test_stale_or_bad_decisions_get_a_clear_answer_and_change_nothing(
+    console: HypercornApp, scenario: Scenario
+) -> None:
+    await setup_lasting_quotes(scenario)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    form = {"sku": scenario.sku, "run_id": run_id, "token": request["token"], "decision": "approve"}
+    async with httpx.AsyncClient(base_url=console.url, timeout=30) as http:
+        too_low = await http.post("/approvals", data={**form, "up_to": "3.00"})
+        assert too_low.status_code == 400 and "below the asked 4.00" in too_low.text
+        forged = await http.post("/approvals", data={**form, "token": "guessed", "up_to": "4.00"})
+        assert forged.status_code == 409 and "not the one of" in forged.text
+        nonsense = await http.post("/approvals", data={**form, "up_to": "four"})
+        assert nonsense.status_code == 400 and "is not a price" in nonsense.text
+        assert (await scenario.run_view(run_id))["state"]["approval"]["status"] == "pending", "nothing changed"
+
+        assert (await http.get("/skus/SKU-no-such-agent")).status_code == 404
+        assert (await http.get(f"/skus/{scenario.sku}/runs/9")).status_code == 404
+        assert (await http.post("/skus")).status_code == 405
+        download = await http.get(f"/skus/{scenario.sku}/runs/1/timeline.html")
+        assert download.status_code == 200 and "<svg" in download.text and "wait_for_approval" in download.text
