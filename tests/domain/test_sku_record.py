@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.domain.factories import T0, stock
 
 from replenisher.domain.outcomes import ReplenishmentResult
-from replenisher.domain.sku import KEPT_MESSAGES, RECENT_OUTCOMES, SkuRecord
+from replenisher.domain.sku import KEPT_MESSAGES, RECENT_OUTCOMES, KeptMessage, SkuRecord
 
 
 def result(run_id: str, outcome: str = "received", consumed: dict[str, int] | None = None) -> ReplenishmentResult:
@@ -99,3 +99,53 @@ def test_a_received_run_does_not_hold_the_next_one() -> None:
     assert run is not None
     record.finish(result(run.run_id), rest_seconds=50)
     assert record.consider(stock(), T0 + 101) is not None
+
+
+def unknown_result(run_id: str) -> ReplenishmentResult:
+    from replenisher.domain.documents import PurchaseOrder
+
+    po = PurchaseOrder(po_number="PO-1", sku="SKU-1", supplier="acme", quantity=95, unit_price=4.0, quote_id="q")
+    return result(run_id, outcome="unknown").model_copy(update={"po": po, "quantity_received": 0})
+
+
+def test_an_unknown_order_blocks_new_runs_until_reconciled() -> None:
+    record = SkuRecord(sku="SKU-1")
+    run = record.consider(stock(), T0)
+    assert run is not None
+    record.finish(unknown_result(run.run_id))
+    assert record.unresolved is not None
+    assert record.consider(stock(), T0 + 10_000) is None  # however long: it could buy the stock twice
+
+
+def test_a_missing_order_settles_the_unknown_run_as_gave_up_and_frees_the_sku() -> None:
+    record = SkuRecord(sku="SKU-1")
+    run = record.consider(stock(), T0)
+    assert run is not None
+    record.finish(unknown_result(run.run_id))
+    record.settle_unresolved("gave_up", "no order at the supplier")
+    assert [o.outcome for o in record.outcomes] == ["gave_up"]
+    assert record.stats.by_outcome == {"gave_up": 1}
+    assert record.consider(stock(), T0 + 10_000) is not None
+
+
+def test_a_found_order_is_followed_up_with_its_kept_messages_and_the_unknown_entry_amended() -> None:
+    record = SkuRecord(sku="SKU-1")
+    run = record.consider(stock(), T0)
+    assert run is not None
+    record.route("supplier-reply", {"po_number": "PO-1", "text": "confirmed"}, T0)
+    record.route("goods", {"po_number": "PO-1", "quantity": 95}, T0)
+    record.finish(unknown_result(run.run_id))
+    record.keep(KeptMessage(event="goods", payload={"po_number": "PO-OTHER"}, at=T0, reason="x"))
+    assert len(record.kept) == 3
+
+    follow, routed = record.follow_up(T0 + 50)
+    assert follow.run_id == "replenish-SKU-1-2" and record.active is follow
+    assert [(m.event, m.seq) for m in routed] == [("supplier-reply", 0), ("goods", 0)]
+    assert [m.payload["po_number"] for m in record.kept] == ["PO-OTHER"]
+
+    done = result(follow.run_id).model_copy(update={"adopted_from": run.run_id})
+    assert record.finish(done)
+    assert record.unresolved is None
+    assert [o.outcome for o in record.outcomes] == ["received", "received"]
+    assert record.outcomes[0].detail.startswith("reconciled")
+    assert record.stats.by_outcome == {"received": 2}

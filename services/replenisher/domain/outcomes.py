@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from replenisher.domain.costs import CostLedger
+from replenisher.domain.documents import PurchaseOrder
 from replenisher.domain.memory import RunObservations
 from replenisher.domain.observations import observe
 from replenisher.domain.state import State
@@ -29,6 +30,8 @@ class ReplenishmentResult(BaseModel):
     ended_at: float
     consumed: dict[str, int] = {}
     security_events: int = 0
+    po: PurchaseOrder | None = Field(default=None, description="the PO, so an unknown order can be reconciled")
+    adopted_from: str | None = Field(default=None, description="the earlier run whose order this one followed up")
     cost: CostLedger = Field(default_factory=CostLedger)
     observations: RunObservations | None = Field(default=None, description="for the SKU's memory; not kept")
 
@@ -74,6 +77,8 @@ def result_of(state: State, ended_at: float) -> ReplenishmentResult:
         ended_at=ended_at,
         consumed=dict(state.consumed),
         security_events=len(state.security_events),
+        po=state.po,
+        adopted_from=state.adopted_from,
         cost=state.decider_cost.model_copy(deep=True),
         observations=observe(state, ended_at),
     )

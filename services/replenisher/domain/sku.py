@@ -67,6 +67,18 @@ class OutcomeStats(BaseModel):
         self.total_received += result.quantity_received
         cycle = max(result.ended_at - result.started_at, 0.0)
         self.mean_cycle_seconds += (cycle - self.mean_cycle_seconds) / self.runs
+        self._count_price(result)
+
+    def amend(self, old: Outcome, new: ReplenishmentResult) -> None:
+        """A run's outcome became known later (an unknown order was reconciled)."""
+        self.by_outcome[old] = self.by_outcome.get(old, 1) - 1
+        if not self.by_outcome[old]:
+            del self.by_outcome[old]
+        self.by_outcome[new.outcome] = self.by_outcome.get(new.outcome, 0) + 1
+        self.total_received += new.quantity_received
+        self._count_price(new)
+
+    def _count_price(self, result: ReplenishmentResult) -> None:
         if result.outcome == "received" and result.unit_price is not None:
             n = self.by_outcome["received"]
             previous = self.mean_unit_price or 0.0
@@ -100,6 +112,9 @@ class SkuRecord(BaseModel):
     watch: Watch = Field(default_factory=Watch)
     last_check: LastCheck | None = None
     hold_until: float | None = None
+    unresolved: ReplenishmentResult | None = Field(
+        default=None, description="a run that ended with an order that may exist: no new run until it is reconciled"
+    )
     memory: SkuMemory = Field(default_factory=SkuMemory)
     costs: CostLedger = Field(default_factory=CostLedger, description="model spend over every run of this SKU")
     security: SecurityLog = Field(default_factory=SecurityLog)
@@ -109,7 +124,8 @@ class SkuRecord(BaseModel):
         the SKU is not resting after a run that ended without goods."""
         started = None
         held = self.hold_until is not None and at < self.hold_until
-        if stock.on_hand < stock.safety_stock and self.active is None and not held:
+        # While an order may exist at a supplier, ordering again could buy the stock twice.
+        if stock.on_hand < stock.safety_stock and self.active is None and not held and self.unresolved is None:
             self.runs_started += 1
             started = ActiveRun(
                 run_id=f"replenish-{self.sku}-{self.runs_started}",
@@ -172,8 +188,35 @@ class SkuRecord(BaseModel):
         self.outcomes = [*self.outcomes, result.model_copy(update={"observations": None})][-RECENT_OUTCOMES:]
         self.stats.add(result)
         self.active = None
+        if result.outcome == "unknown":
+            self.unresolved = result
+        elif self.unresolved is not None and result.adopted_from == self.unresolved.run_id:
+            detail = f"reconciled: the order was found and {result.run_id} followed it up"
+            self.settle_unresolved(result.outcome, detail)
         self.hold_until = result.ended_at + rest_seconds if result.outcome != "received" else None
         return True
+
+    def settle_unresolved(self, outcome: Outcome, detail: str) -> None:
+        """The unknown run's outcome is known now: amend its entry, free the SKU."""
+        unresolved = self.unresolved
+        assert unresolved is not None
+        settled = unresolved.model_copy(update={"outcome": outcome, "detail": detail})
+        self.outcomes = [settled if o.run_id == unresolved.run_id else o for o in self.outcomes]
+        self.stats.amend("unknown", settled)
+        self.unresolved = None
+
+    def follow_up(self, at: float) -> tuple[ActiveRun, list[RoutedMessage]]:
+        """The unknown order exists: a new run follows it up, with the messages kept for its PO."""
+        unresolved = self.unresolved
+        assert unresolved is not None and unresolved.po is not None and self.active is None
+        self.runs_started += 1
+        run = ActiveRun(run_id=f"replenish-{self.sku}-{self.runs_started}", started_at=at, on_hand=0, safety_stock=0)
+        self.active = run
+        po_number = unresolved.po.po_number
+        mine = [m for m in self.kept if m.payload.get("po_number") == po_number]
+        self.kept = [m for m in self.kept if m.payload.get("po_number") != po_number]
+        routed = [self.route(m.event, m.payload, m.at) for m in mine]
+        return run, [m for m in routed if m is not None]
 
     def keep(self, message: KeptMessage) -> None:
         # Bounded, but never silent: what falls off the end is counted where status shows it.

@@ -91,7 +91,8 @@ class State(BaseModel):
     order_status: OrderStatus = "none"
     ordered_at: float | None = None
     status_checks: int = 0
-    last_status_check_failed: bool = False
+    failed_status_checks: int = 0
+    adopted_from: str | None = Field(default=None, description="the run whose order this one follows up")
 
     unread_reply: SupplierReply | None = None
     reply: ReplyFacts | None = None
@@ -130,6 +131,14 @@ class State(BaseModel):
             waits=waits or WaitDays(),
             started_at=started_at,
         )
+
+    def adopt(self, po: PurchaseOrder, ack: OrderAck, from_run: str) -> None:
+        """Follow up an order an earlier run placed but never saw confirmed (found by PO number)."""
+        self.po = po
+        self.order = ack
+        self.order_status = "placed"
+        self.ordered_at = ack.accepted_at
+        self.adopted_from = from_run
 
     # --- derived facts the rules read ----------------------------------------------------
 

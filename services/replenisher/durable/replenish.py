@@ -18,7 +18,7 @@ from restate import WorkflowContext, WorkflowSharedContext
 from restate.exceptions import TerminalError
 
 from replenisher.domain.decisions import DeciderTerms, Decision
-from replenisher.domain.documents import EventKind, StockLevel
+from replenisher.domain.documents import EventKind, OrderAck, PurchaseOrder, StockLevel
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
 from replenisher.domain.security import SecurityNotes, without_secrets
@@ -34,12 +34,21 @@ from replenisher.durable.validation import bad_request, validated
 replenish = restate.Workflow("Replenish")
 
 
+class AdoptedOrder(BaseModel):
+    """An order an earlier run placed but never saw confirmed, found since by its PO number."""
+
+    po: PurchaseOrder
+    ack: OrderAck
+    from_run: str
+
+
 class RunRequest(BaseModel):
     stock: StockLevel
     day_seconds: float = Field(gt=0)
     waits: WaitDays = Field(default_factory=WaitDays)
     memory: MemoryBrief | None = Field(default=None, description="what the SKU remembers, for the decider")
     decider_terms: DeciderTerms = Field(default_factory=DeciderTerms)
+    adopt: AdoptedOrder | None = Field(default=None, description="follow up this order instead of buying anew")
 
 
 class Message(BaseModel):
@@ -70,6 +79,8 @@ def message_promise(event: str, seq: int) -> str:
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
     state = State.start(ctx.key(), request.stock, request.day_seconds, await ctx.time(), request.waits)
     state.memory = request.memory
+    if request.adopt is not None:
+        state.adopt(request.adopt.po, request.adopt.ack, request.adopt.from_run)
     reported = 0
     try:
         for turn in range(MAX_TURNS):

@@ -16,12 +16,12 @@ from restate import ObjectContext, ObjectSharedContext
 from restate.exceptions import TerminalError
 
 from replenisher.config import settings
-from replenisher.domain.documents import EVENT_PAYLOADS, EventKind, GoodsReceipt, StockLevel
+from replenisher.domain.documents import EVENT_PAYLOADS, EventKind, GoodsReceipt, OrderAck, StockLevel
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes
 from replenisher.domain.sku import SkuRecord
 from replenisher.durable.deciders import decider_terms
-from replenisher.durable.replenish import Message, RunRequest
+from replenisher.durable.replenish import AdoptedOrder, Message, RunRequest
 from replenisher.durable.replenish import deliver as deliver_to_run
 from replenisher.durable.replenish import run as replenish_run
 from replenisher.durable.steps import outside_world, step
@@ -84,19 +84,60 @@ async def read_stock(ctx: ObjectContext) -> StockLevel:
         raise TerminalError(f"could not read stock of {ctx.key()!r} from the ERP: {e.message}", status_code=503) from e
 
 
+def run_request(record: SkuRecord, stock: StockLevel, adopt: AdoptedOrder | None = None) -> RunRequest:
+    return RunRequest(
+        stock=stock,
+        day_seconds=settings().day_seconds,
+        waits=settings().waits,
+        memory=record.memory.brief(),
+        decider_terms=decider_terms(),
+        adopt=adopt,
+    )
+
+
+class OrderLookup(BaseModel):
+    ack: OrderAck | None
+
+
+async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) -> str | None:
+    """Settle a run that ended with an order that may exist, by asking the supplier about its PO.
+
+    Found: a new run follows the order up (its id is returned). Not found: the old run's
+    outcome becomes gave_up and buying may start again. Supplier still away: next check.
+    """
+    unresolved = record.unresolved
+    if unresolved is None or unresolved.po is None or record.active is not None:
+        return None
+    po = unresolved.po
+
+    async def look_up() -> OrderLookup:
+        return OrderLookup(ack=await outside_world().suppliers.find_order(po.supplier, po.po_number))
+
+    try:
+        lookup = await step(ctx, f"reconcile {po.po_number}", OrderLookup, look_up)
+    except TerminalError:
+        return None
+    if lookup.ack is None:
+        record.settle_unresolved("gave_up", f"reconciled: {po.supplier} holds no order for {po.po_number}")
+        return None
+    run, routed = record.follow_up(await ctx.time())
+    adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id)
+    ctx.workflow_send(replenish_run, run.run_id, run_request(record, stock, adopt))
+    for message in routed:
+        ctx.workflow_send(
+            deliver_to_run, run.run_id, Message(event=message.event, seq=message.seq, payload=message.payload)
+        )
+    return run.run_id
+
+
 async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
     stock = await read_stock(ctx)
+    following_up = await reconcile(ctx, record, stock)
     started = record.consider(stock, await ctx.time())
     if started is not None:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
-        request = RunRequest(
-            stock=stock,
-            day_seconds=settings().day_seconds,
-            waits=settings().waits,
-            memory=record.memory.brief(),
-            decider_terms=decider_terms(),
-        )
-        ctx.workflow_send(replenish_run, started.run_id, request)
+        ctx.workflow_send(replenish_run, started.run_id, run_request(record, stock))
+    started = started or (record.active if following_up else None)
     return CheckResult(
         sku=record.sku,
         on_hand=stock.on_hand,

@@ -106,7 +106,10 @@ class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
 
     def delay_days(self, state: State) -> float:
         # Straight away the first time; after a failed check give the supplier a day.
-        return state.waits.status_recheck if state.last_status_check_failed else 0.0
+        # The first check at once; after failures, back off: 1, 2, 4, 8, ... days.
+        if state.failed_status_checks == 0:
+            return 0.0
+        return state.waits.status_recheck * 2 ** min(state.failed_status_checks - 1, 4)
 
     async def execute(self, state: State, args: NoArgs, world: World) -> OrderStatusResult:
         assert state.po is not None
@@ -115,7 +118,7 @@ class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
 
     def apply(self, state: State, args: NoArgs, result: OrderStatusResult) -> str:
         state.status_checks += 1
-        state.last_status_check_failed = False
+        state.failed_status_checks = 0
         state.last_failure = None
         if result.found:
             assert result.ack is not None
@@ -129,7 +132,7 @@ class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
 
     def apply_failure(self, state: State, args: NoArgs, error: str) -> str:
         state.status_checks += 1
-        state.last_status_check_failed = True
+        state.failed_status_checks += 1
         state.last_failure = f"check_order_status failed: {error}"
         return state.last_failure
 
