@@ -3,6 +3,7 @@
 #   make test    the whole test suite (starts real restate-server / hypercorn processes)
 #   make up      the local stack on :8080 (ingress) :9070 (admin) :9080 (service) :9100 (world)
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
+#   make console the manager's web console on :8090, over the running stack
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
 #   make injection    the adversarial suite; ends with `injection: attacks=N asr_policy=X ...`
@@ -22,7 +23,7 @@ REPLAY ?= 1
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate demo test injection up down status lint clean bench bench-quick bench-setup
+.PHONY: setup restate demo test injection up down status console lint clean bench bench-quick bench-setup
 
 setup: $(INSTALLED) restate
 
@@ -64,6 +65,9 @@ up: setup
 
 down: $(INSTALLED)
 	$(BIN)/python -m replenisher.stack down $(STACK_ARGS)
+
+console: $(INSTALLED)
+	$(BIN)/replenisher console
 
 status: $(INSTALLED)
 	$(BIN)/python -m replenisher.stack status $(STACK_ARGS)
