@@ -24,8 +24,10 @@ REPO_ROOT = TESTS_DIR.parent
 # two, long enough that two processes on a 2-core machine can tell days apart.
 TEST_DAY_SECONDS = float(os.environ.get("REPLENISHER_TEST_DAY_SECONDS", "0.25"))
 CHECK_INTERVAL_DAYS = 1
-APPROVAL_WAIT_DAYS = 40
-REPLY_WAIT_DAYS = 60
+# Far longer than a crash, restart and retry on a loaded machine; tests of timeouts shorten
+# them for their own SKU (SkuAgent/<sku>/configure).
+APPROVAL_WAIT_DAYS = 200
+REPLY_WAIT_DAYS = 200
 
 # Restate settings for the test runtime, on top of restate.toml.
 RESTATE_TEST_ENV: dict[str, str] = {

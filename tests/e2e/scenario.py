@@ -61,6 +61,10 @@ class Scenario:
         }
         ok(await self.world.put(f"/admin/items/{self.sku}", json=item))
 
+    async def configure(self, **waits: float) -> JSON:
+        """This SKU's own wait lengths in business days (approval, supplier_reply, goods_grace, ...)."""
+        return ok(await self.ingress.post(f"/SkuAgent/{self.sku}/configure", json=waits))
+
     async def fault(self, **faults: Any) -> None:
         ok(await self.world.put(f"/faults/suppliers/{self.supplier}", json=faults))
 

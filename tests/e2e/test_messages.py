@@ -91,6 +91,10 @@ async def test_bad_input_gets_a_4xx_with_the_reason_and_changes_nothing(scenario
     assert response.status_code == 400 and "JSON" in response.json()["message"]
     response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/watch", json={"interval_days": -1})
     assert response.status_code == 400 and "interval_days" in response.json()["message"]
+    response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/configure", json={"approval": -2})
+    assert response.status_code == 400 and "approval" in response.json()["message"]
+    response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/configure", json={"approval_days": 2})
+    assert response.status_code == 400 and "approval_days" in response.json()["message"]
 
     assert await scenario.status() == before
 

@@ -59,6 +59,8 @@ async def test_manager_rejects_and_nothing_is_ordered(scenario: Scenario) -> Non
 
 async def test_approval_timeout_fails_closed(scenario: Scenario) -> None:
     await scenario.setup()
+    configured = await scenario.configure(approval=4)
+    assert configured["waits"]["approval"] == 4
     run_id = (await scenario.check())["started"]
     await scenario.pending_approval()
     outcome = await scenario.outcome(run_id, within=60)
@@ -71,6 +73,7 @@ async def test_approval_timeout_fails_closed(scenario: Scenario) -> None:
 
 async def test_silent_supplier_is_chased_and_then_replies(scenario: Scenario) -> None:
     await scenario.setup(lead_days=6)
+    await scenario.configure(supplier_reply=4)
     await scenario.fault(drop_replies=1)
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()

@@ -17,6 +17,7 @@ from replenisher.domain.documents import EventKind, StockLevel
 from replenisher.domain.memory import SkuMemory
 from replenisher.domain.outcomes import Outcome, ReplenishmentResult
 from replenisher.domain.security import SecurityLog
+from replenisher.domain.waits import WaitOverrides
 
 SKU_SCHEMA_VERSION = 1
 RECENT_OUTCOMES = 20
@@ -112,6 +113,7 @@ class SkuRecord(BaseModel):
     watch: Watch = Field(default_factory=Watch)
     last_check: LastCheck | None = None
     hold_until: float | None = None
+    waits: WaitOverrides = Field(default_factory=WaitOverrides, description="this SKU's own wait lengths")
     unresolved: ReplenishmentResult | None = Field(
         default=None, description="a run that ended with an order that may exist: no new run until it is reconciled"
     )

@@ -13,3 +13,17 @@ class WaitDays(BaseModel):
     reply_after_chase: float = Field(default=2.0, gt=0, description="for a reply after a chase")
     goods_grace: float = Field(default=3.0, ge=0, description="past the promised delivery, per overdue wait")
     status_recheck: float = Field(default=1.0, ge=0, description="before re-checking an unknown order")
+
+    def overridden(self, overrides: WaitOverrides) -> WaitDays:
+        return self.model_copy(update=overrides.model_dump(exclude_none=True))
+
+
+class WaitOverrides(BaseModel):
+    """One SKU's own wait lengths where they differ from the company's defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approval: float | None = Field(default=None, gt=0, le=365)
+    supplier_reply: float | None = Field(default=None, gt=0, le=365)
+    reply_after_chase: float | None = Field(default=None, gt=0, le=365)
+    goods_grace: float | None = Field(default=None, ge=0, le=365)

@@ -20,6 +20,7 @@ from replenisher.domain.documents import EVENT_PAYLOADS, EventKind, GoodsReceipt
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes
 from replenisher.domain.sku import SkuRecord
+from replenisher.domain.waits import WaitOverrides
 from replenisher.durable.deciders import decider_terms
 from replenisher.durable.replenish import AdoptedOrder, Message, RunRequest
 from replenisher.durable.replenish import deliver as deliver_to_run
@@ -88,7 +89,7 @@ def run_request(record: SkuRecord, stock: StockLevel, adopt: AdoptedOrder | None
     return RunRequest(
         stock=stock,
         day_seconds=settings().day_seconds,
-        waits=settings().waits,
+        waits=settings().waits.overridden(record.waits),
         memory=record.memory.brief(),
         decider_terms=decider_terms(),
         adopt=adopt,
@@ -165,6 +166,18 @@ async def watch(ctx: ObjectContext, request: WatchRequest) -> SkuRecord:
     record.watch.interval_days = request.interval_days or settings().check_interval_days
     if record.watch.pending_tick is None:
         await schedule_tick(ctx, record, first=True)
+    ctx.set(RECORD, record)
+    return record
+
+
+@validated(sku_agent.handler)
+async def configure(ctx: ObjectContext, waits: WaitOverrides) -> SkuRecord:
+    """Set this SKU's own wait lengths (business days); unset fields follow the defaults.
+
+    Applies to replenishments that start from now on: a waiting run keeps its deadlines.
+    """
+    record = await load_or_create(ctx)
+    record.waits = waits
     ctx.set(RECORD, record)
     return record
 
