@@ -29,6 +29,7 @@ class Settings(BaseModel):
     check_interval_days: float = Field(default=1.0, gt=0)
     rest_after_failure_days: float = Field(default=5.0, ge=0)
     decider: Literal["offline", "claude"] = "offline"
+    code_version: str = Field(default="dev", max_length=64, description="stamped on every turn this process runs")
     step_max_attempts: int = Field(default=6, ge=1)
     step_initial_retry_ms: int = Field(default=2_000, ge=1)
     step_max_retry_ms: int = Field(default=60_000, ge=1)
@@ -90,6 +91,7 @@ _ENV = {
     "check_interval_days": "REPLENISHER_CHECK_INTERVAL_DAYS",
     "rest_after_failure_days": "REPLENISHER_REST_AFTER_FAILURE_DAYS",
     "decider": "REPLENISHER_DECIDER",
+    "code_version": "REPLENISHER_CODE_VERSION",
     "step_max_attempts": "REPLENISHER_STEP_MAX_ATTEMPTS",
     "step_initial_retry_ms": "REPLENISHER_STEP_INITIAL_RETRY_MS",
     "step_max_retry_ms": "REPLENISHER_STEP_MAX_RETRY_MS",

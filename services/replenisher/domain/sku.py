@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from replenisher.domain.costs import CostLedger
 from replenisher.domain.documents import EventKind, StockLevel
 from replenisher.domain.memory import SkuMemory
+from replenisher.domain.migrations import SKU_RECORD_STEPS, migrate
 from replenisher.domain.outcomes import Outcome, ReplenishmentResult
 from replenisher.domain.security import SecurityLog
 from replenisher.domain.waits import WaitOverrides
 
-SKU_SCHEMA_VERSION = 1
+SKU_SCHEMA_VERSION = 2
 RECENT_OUTCOMES = 20
 KEPT_MESSAGES = 100
 ROUTED_PER_RUN = 200
@@ -37,6 +38,7 @@ class KeptMessage(BaseModel):
 
     event: EventKind
     payload: dict[str, Any]
+    po_number: str | None = None
     at: float
     reason: str
     run_id: str | None = None
@@ -103,6 +105,12 @@ class LastCheck(BaseModel):
 
 class SkuRecord(BaseModel):
     schema_version: int = SKU_SCHEMA_VERSION
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        return migrate(data, SKU_RECORD_STEPS, SKU_SCHEMA_VERSION, "a SKU record")
+
     sku: str
     runs_started: int = 0
     active: ActiveRun | None = None
@@ -215,13 +223,15 @@ class SkuRecord(BaseModel):
         run = ActiveRun(run_id=f"replenish-{self.sku}-{self.runs_started}", started_at=at, on_hand=0, safety_stock=0)
         self.active = run
         po_number = unresolved.po.po_number
-        mine = [m for m in self.kept if m.payload.get("po_number") == po_number]
-        self.kept = [m for m in self.kept if m.payload.get("po_number") != po_number]
+        mine = [m for m in self.kept if m.po_number == po_number]
+        self.kept = [m for m in self.kept if m.po_number != po_number]
         routed = [self.route(m.event, m.payload, m.at) for m in mine]
         return run, [m for m in routed if m is not None]
 
     def keep(self, message: KeptMessage) -> None:
         # Bounded, but never silent: what falls off the end is counted where status shows it.
+        if message.po_number is None:
+            message = message.model_copy(update={"po_number": message.payload.get("po_number")})
         self.kept.append(message)
         if len(self.kept) > KEPT_MESSAGES:
             self.kept_overflow += len(self.kept) - KEPT_MESSAGES

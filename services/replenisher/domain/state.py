@@ -7,9 +7,9 @@ journaled step (never read from a clock here).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from replenisher.domain.costs import CostLedger, TokenUsage
 from replenisher.domain.documents import (
@@ -22,10 +22,11 @@ from replenisher.domain.documents import (
     SupplierReply,
 )
 from replenisher.domain.memory import MemoryBrief
+from replenisher.domain.migrations import STATE_STEPS, migrate
 from replenisher.domain.promises import PromiseClaim
 from replenisher.domain.waits import WaitDays
 
-STATE_SCHEMA_VERSION = 1
+STATE_SCHEMA_VERSION = 2
 
 OrderStatus = Literal["none", "placed", "unknown", "not_found", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "timed_out"]
@@ -62,10 +63,17 @@ class TurnRecord(BaseModel):
     tool: str
     reason: str = ""
     summary: str = ""
+    code: str = Field(default="", description="the code version of the deployment that ran this turn")
 
 
 class State(BaseModel):
     schema_version: int = STATE_SCHEMA_VERSION
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        return migrate(data, STATE_STEPS, STATE_SCHEMA_VERSION, "a replenishment state")
+
     run_id: str
     sku: str
     on_hand: int

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from restate import WorkflowContext, WorkflowSharedContext
 from restate.exceptions import TerminalError
 
+from replenisher.config import settings
 from replenisher.domain.decisions import DeciderTerms, Decision
 from replenisher.domain.documents import EventKind, OrderAck, PurchaseOrder, StockLevel
 from replenisher.domain.memory import MemoryBrief
@@ -32,6 +33,10 @@ from replenisher.durable.steps import outside_world, step
 from replenisher.durable.validation import bad_request, validated
 
 replenish = restate.Workflow("Replenish")
+
+# Deployments are immutable, so this is the same on every replay of a run: it tells which
+# code a turn ran on (a run that started before an upgrade finishes on the old code).
+CODE = settings().code_version
 
 
 class AdoptedOrder(BaseModel):
@@ -89,14 +94,16 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
                 break
             tool, args, decision = await decide(ctx, turn, state, allowed, request.decider_terms)
             if isinstance(tool, Done):
-                state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason))
+                state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, code=CODE))
                 break
             if isinstance(tool, Wait):
                 summary = await wait(ctx, tool, state)
             else:
                 assert isinstance(tool, Call)
                 summary = await call(ctx, turn, tool, args, state)
-            state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary))
+            state.history.append(
+                TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary, code=CODE)
+            )
             ctx.set("state", state)
             reported = report_security(ctx, state, reported)
     except TerminalError as e:

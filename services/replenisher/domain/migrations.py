@@ -1,0 +1,45 @@
+"""Old shapes of stored state, brought up to date when they are read.
+
+A SKU agent lives for years, and Restate keeps its record across deployments: the newest
+code reads what older code wrote. Each stored document carries `schema_version`; reading
+one applies the steps from its version to the current one, in order. A step takes the raw
+JSON of version N and returns version N+1. Documents without a version are version 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Raw = dict[str, Any]
+Step = Callable[[Raw], Raw]
+
+
+def migrate(raw: Any, steps: dict[int, Step], current: int, kind: str) -> Any:
+    if not isinstance(raw, dict):
+        return raw
+    version = raw.get("schema_version", 1)
+    if version > current:
+        raise ValueError(f"{kind} has schema version {version}, newer than this code knows ({current})")
+    raw = dict(raw)
+    while version < current:
+        raw = steps[version](raw)
+        version += 1
+        raw["schema_version"] = version
+    return raw
+
+
+def _sku_v1_to_v2(raw: Raw) -> Raw:
+    # v2 files each kept message under the PO it is about, so reconciliation can find them.
+    kept = [{**m, "po_number": (m.get("payload") or {}).get("po_number")} for m in raw.get("kept", [])]
+    return {**raw, "kept": kept}
+
+
+def _state_v1_to_v2(raw: Raw) -> Raw:
+    # v1 remembered only whether the last status check failed; v2 counts them for its backoff.
+    failed = raw.pop("last_status_check_failed", False)
+    return {**raw, "failed_status_checks": 1 if failed else 0}
+
+
+SKU_RECORD_STEPS: dict[int, Step] = {1: _sku_v1_to_v2}
+STATE_STEPS: dict[int, Step] = {1: _state_v1_to_v2}
