@@ -9,6 +9,8 @@
 #   make injection    the adversarial suite; ends with `injection: attacks=N asr_policy=X ...`
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same in under five minutes, smaller sizes; both write bench/results/
+#   make cluster-test the three-node cluster test (part of `make test` too); ends with `cluster: runs=N ...`
+#   make lambda-test  the Lambda tests, with deployment zips for both x86_64 and arm64
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -23,7 +25,8 @@ REPLAY ?= 1
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate demo test injection up down status console lint clean bench bench-quick bench-setup
+.PHONY: setup restate demo test injection up down status console lint clean bench bench-quick bench-setup \
+	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
 
@@ -52,6 +55,19 @@ ifeq ($(REPLAY),1)
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	exit $$status
 endif
+
+# Three restate-server nodes on loopback, two of them SIGKILLed in turn under load. The
+# summary line comes last: runs, node kills, duplicate orders, lost runs or messages.
+cluster-test: setup
+	@summary=$$(mktemp); \
+	REPLENISHER_CLUSTER_SUMMARY=$$summary $(BIN)/pytest -q -ra -m cluster tests/deploy $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; \
+	cat $$summary; rm -f $$summary; exit $$status
+
+# The Lambda template, the zips for both architectures, and a replenishment through the handler.
+lambda-test: setup
+	REPLENISHER_LAMBDA_ARCHES=x86_64,arm64 $(BIN)/pytest -q -ra \
+		tests/deploy/test_lambda_package.py tests/deploy/test_lambda_e2e.py $(PYTEST_ARGS)
 
 # The adversarial suite: poisoned supplier messages against the offline policy, a persuaded
 # Claude (mock transport) and a compromised decider, a few of them through the real stack.
