@@ -1,4 +1,5 @@
-"""Zips built once per session by deploy/lambda/build.py, for the package and end-to-end tests."""
+"""Zips built once per session by deploy/lambda/build.py, for the package and end-to-end tests;
+and the cluster test's tally at the end of the run."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .stacks import LOCAL_ARCH, LOCAL_PYTHON, build_lambda_zip
+from .stacks import LOCAL_ARCH, LOCAL_PYTHON, SUMMARY_LINES, build_lambda_zip
 
 ARCHES_ENV = "REPLENISHER_LAMBDA_ARCHES"
 
@@ -28,3 +29,8 @@ def local_lambda_zip(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
 def runtime_lambda_zip(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The zip as deployed: the template's runtime, per architecture."""
     return build_lambda_zip(tmp_path_factory.mktemp(f"lambda-{request.param}"), request.param)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in SUMMARY_LINES:
+        terminalreporter.write_line(line)

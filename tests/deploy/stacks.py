@@ -8,6 +8,7 @@ module starts its own processes on free ports and stops them at the end.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import platform
 import subprocess
@@ -16,6 +17,7 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -34,6 +36,18 @@ LOCAL_LAMBDA = Path(__file__).resolve().parent / "local_lambda.py"
 LOCAL_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[platform.machine().lower()]
 LOCAL_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 _TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+# One-line results worth seeing in the output of a whole run (the cluster test's tally).
+SUMMARY_LINES: list[str] = []
+
+
+def load_script(path: Path, name: str) -> ModuleType:
+    """Import a script under deploy/ by its path (`deploy/lambda` is no importable name)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # pydantic resolves the module's annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
 
 
 def start_restate(data_dir: Path, log_path: Path, extra_env: Mapping[str, str] | None = None) -> BinaryRuntime:
@@ -53,8 +67,9 @@ def start_restate(data_dir: Path, log_path: Path, extra_env: Mapping[str, str] |
     return runtime
 
 
-def start_world(ingress_url: str, log_path: Path) -> HypercornApp:
-    world = HypercornApp(WORLD_APP, free_port(), world_env(ingress_url), name="world", log_path=log_path)
+def start_world(ingress_url: str, log_path: Path, extra_env: Mapping[str, str] | None = None) -> HypercornApp:
+    env = world_env(ingress_url, extra_env)
+    world = HypercornApp(WORLD_APP, free_port(), env, name="world", log_path=log_path)
     world.start()
     try:
         world.wait_ready()

@@ -19,8 +19,6 @@ from support import eventually, service_env
 from .identity import IdentityKey, base58
 from .stacks import ServiceStack, register, start_restate, start_service, start_world, stop_all
 
-pytestmark = pytest.mark.e2e
-
 _HTTP = httpx.Timeout(30.0, connect=5.0)
 # The restate-server 1.7 option (`[worker.invoker] request-identity-private-key-pem-file`).
 PRIVATE_KEY_ENV = "RESTATE_WORKER__INVOKER__REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE"

@@ -4,12 +4,10 @@ runtime, the handler, and nothing from the test world."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import zipfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -17,7 +15,7 @@ from cfnlint.api import ManualArgs, lint_file
 from cfnlint.decode import decode
 from packaging.requirements import Requirement
 
-from .stacks import BUILD_SCRIPT, LAMBDA_DIR, LAMBDA_HANDLER, build_lambda_zip
+from .stacks import BUILD_SCRIPT, LAMBDA_DIR, LAMBDA_HANDLER, build_lambda_zip, load_script
 
 TEMPLATE = LAMBDA_DIR / "template.yaml"
 # ELF e_machine of the native extensions Lambda loads on each architecture.
@@ -26,16 +24,7 @@ ELF_MACHINE = {"x86_64": 0x3E, "arm64": 0xB7}
 UNZIPPED_LIMIT = 250 * 1024 * 1024
 
 
-def _build_module() -> ModuleType:
-    # deploy/lambda is not importable by name (`lambda` is a keyword): load the script itself.
-    spec = importlib.util.spec_from_file_location("lambda_build", BUILD_SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _build_module()
+build = load_script(BUILD_SCRIPT, "lambda_build")
 
 
 def _template() -> Any:

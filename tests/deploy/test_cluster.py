@@ -1,0 +1,245 @@
+"""The three-node cluster from deploy/cluster survives losing a node, twice, with nothing lost or doubled.
+
+Many replenishments run against the cluster. One node is SIGKILLed while half the runs wait
+for their approval (suspended) and the other half have just been approved and are executing
+steps; it is restarted and must rejoin. Then another node is killed the same way while the
+rest are approved: the cluster survives that only if the first node really came back (the
+metadata store and the log each need two live nodes out of three). Every run must end with
+the goods received, one order per run at the supplier, and no message left unconsumed.
+
+The world and the test talk to n1's ingress; n2 and n3 are the ones killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from e2e.scenario import Scenario
+from replenisher.stack.admin import Admin
+from replenisher.stack.ports import RestatePorts
+from support import REPO_ROOT, RESTATE_TEST_ENV, eventually, service_env
+
+from .stacks import SUMMARY_LINES, load_script, register, start_service, start_world, stop_all
+
+# Not `e2e`: `make test`'s always-replay pass over the e2e tests would only run this slow test twice.
+pytestmark = pytest.mark.cluster
+
+local_cluster = load_script(REPO_ROOT / "deploy" / "cluster" / "local_cluster.py", "local_cluster")
+
+RUNS = int(os.environ.get("REPLENISHER_CLUSTER_RUNS", "24"))
+SUMMARY_ENV = "REPLENISHER_CLUSTER_SUMMARY"
+# Longer days than the other e2e tests: a fail-over takes seconds, and a run's own waits
+# (supplier reply, goods) must not time out because of it.
+DAY_SECONDS = 1.0
+_HTTP = httpx.Timeout(30.0, connect=5.0)
+_ACTIVE = "('running', 'backing-off', 'suspended', 'ready', 'inboxed', 'scheduled', 'paused')"
+
+
+def test_node_files_say_what_the_cluster_needs_and_restate_reads_every_key() -> None:
+    # restate-server ignores keys it does not know; its --dump-config shows what it took.
+    import subprocess
+    import tomllib
+
+    from replenisher.stack.install import ensure_restate
+
+    server = str(ensure_restate().server)
+    for spec in local_cluster.default_specs():
+        mine = tomllib.loads(spec.config_file.read_text())
+        dumped = subprocess.run(
+            [server, "--config-file", str(spec.config_file), "--dump-config"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        taken = tomllib.loads(dumped)
+        assert mine["default-replication"] == taken["default-replication"] == 2
+        assert taken["bifrost"]["default-provider"] == "replicated"
+        assert taken["metadata-client"]["type"] == "replicated"
+        assert len(taken["metadata-client"]["addresses"]) == 3
+        for key in ("cluster-name", "node-name", "force-node-id", "auto-provision", "default-num-partitions"):
+            assert taken[key] == mine[key], key
+        assert taken["advertised-address"].rstrip("/") == mine["advertised-address"]
+        assert taken["ingress"]["bind-address"] == mine["ingress"]["bind-address"]
+        assert taken["admin"]["bind-address"] == mine["admin"]["bind-address"]
+    provisioners = [
+        s.name for s in local_cluster.default_specs() if tomllib.loads(s.config_file.read_text())["auto-provision"]
+    ]
+    assert provisioners == ["n1"]
+
+
+# --- the cluster under load -----------------------------------------------------------------
+
+
+@dataclass
+class ClusterStack:
+    cluster: Any
+    world: Any
+    service: Any
+    kills: list[dict[str, Any]] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def cluster_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterStack]:
+    root = tmp_path_factory.mktemp("cluster")
+    specs = [spec.on_ports(RestatePorts.free()) for spec in local_cluster.default_specs()]
+    cluster = local_cluster.LocalCluster(root / "state", specs, RESTATE_TEST_ENV)
+    world = service = None
+    try:
+        cluster.start()
+        n1 = cluster.first
+        world = start_world(n1.ingress_url, root / "world.log", {"WORLD_DAY_SECONDS": f"{DAY_SECONDS:g}"})
+        env = service_env(
+            world.url,
+            {
+                "REPLENISHER_DAY_SECONDS": f"{DAY_SECONDS:g}",
+                # Approvals come only after the kills and restarts: the run must still be waiting.
+                "REPLENISHER_APPROVAL_WAIT_DAYS": "600",
+            },
+        )
+        service = start_service(env, root / "replenisher.log")
+        register(n1.admin_url, service.url)
+        yield ClusterStack(cluster, world, service)
+    finally:
+        stop_all(service, world)
+        cluster.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def clients(cluster_stack: ClusterStack) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    async with (
+        httpx.AsyncClient(base_url=cluster_stack.cluster.first.ingress_url, timeout=_HTTP) as ingress,
+        httpx.AsyncClient(base_url=cluster_stack.world.url, timeout=_HTTP) as world,
+    ):
+        yield ingress, world
+
+
+async def _runs_by_status(admin: Admin) -> dict[str, int]:
+    rows = await admin.asql(
+        "SELECT status, count(*) AS n FROM sys_invocation "
+        f"WHERE target_service_name = 'Replenish' AND target_handler_name = 'run' AND status IN {_ACTIVE} "
+        "GROUP BY status"
+    )
+    return {r["status"]: r["n"] for r in rows}
+
+
+async def _approve_and_kill(stack: ClusterStack, admin: Admin, batch: list[tuple[Scenario, str]], node: str) -> None:
+    """Approve `batch`, and once approved runs are executing, SIGKILL `node`; then bring it back."""
+    await asyncio.gather(*(s.decide(po, approved=True) for s, po in batch))
+
+    async def executing() -> dict[str, int] | None:
+        counts = await _runs_by_status(admin)
+        return counts if counts.get("running", 0) + counts.get("backing-off", 0) > 0 else None
+
+    at_kill = await eventually(executing, timeout=20, interval=0.05, what="approved runs to be executing")
+    await asyncio.to_thread(stack.cluster.kill, node)
+    stack.kills.append({"node": node, "runs": at_kill})
+
+    # Runs go on without the node; give them a few seconds of it before it comes back.
+    await asyncio.sleep(3)
+    restarted = await asyncio.to_thread(stack.cluster.restart, node)
+    # Rejoined: its own admin API answers queries that touch every partition (restart()
+    # waited for that), it sees the full metadata store, and its own ingress serves calls.
+    assert restarted.metadata_members() == [1, 2, 3]
+    scenario = batch[0][0]
+    async with httpx.AsyncClient(base_url=restarted.ingress_url, timeout=_HTTP) as ingress:
+        response = await ingress.get(f"/SkuAgent/{scenario.sku}/status")
+    assert response.status_code == 200 and response.json()["sku"] == scenario.sku
+
+
+def _write_summary(line: str) -> None:
+    SUMMARY_LINES.append(line)  # printed at the end of the pytest run (see conftest.py)
+    target = os.environ.get(SUMMARY_ENV)
+    if target:
+        Path(target).write_text(line + "\n")
+
+
+@pytest.mark.timeout(600)
+async def test_replenishments_survive_node_kills_with_no_duplicates_and_nothing_lost(
+    cluster_stack: ClusterStack, clients: tuple[httpx.AsyncClient, httpx.AsyncClient]
+) -> None:
+    ingress, world = clients
+    admin = Admin(cluster_stack.cluster.first.admin_url)
+    scenarios = [Scenario(ingress, world, f"cluster-{i}") for i in range(RUNS)]
+    await asyncio.gather(*(s.setup(reply_days=0.5, lead_days=2) for s in scenarios))
+    started = await asyncio.gather(*(s.check() for s in scenarios))
+    run_ids = [r["started"] for r in started]
+    assert all(run_ids), started
+    requests = await asyncio.gather(*(s.pending_approval(within=60) for s in scenarios))
+    pos = [r["po_number"] for r in requests]
+
+    # Every run waits for its manager, suspended: no invocation is held open for it.
+    async def all_suspended() -> bool:
+        return (await _runs_by_status(admin)).get("suspended", 0) == RUNS
+
+    await eventually(all_suspended, timeout=30, what="every run to suspend while waiting for approval")
+
+    half = RUNS // 2
+    pairs = list(zip(scenarios, pos, strict=True))
+    outcomes: list[dict[str, Any] | None] = [None] * RUNS
+    try:
+        # n2 dies while half the runs wait for approval and the other half execute steps.
+        await _approve_and_kill(cluster_stack, admin, pairs[:half], "n2")
+        # n3 dies while the rest execute; surviving it needs n2 back in the metadata store and log.
+        await _approve_and_kill(cluster_stack, admin, pairs[half:], "n3")
+
+        async def outcome(i: int) -> None:
+            outcomes[i] = await scenarios[i].outcome(run_ids[i], within=180)
+
+        await asyncio.gather(*(outcome(i) for i in range(RUNS)), return_exceptions=True)
+    finally:
+        audit = await _audit(scenarios, run_ids, pos, outcomes)
+        print(f"kills: {cluster_stack.kills}; order submissions: {audit.submissions} for {RUNS} orders")
+        _write_summary(
+            f"cluster: runs={RUNS} node_kills={len(cluster_stack.kills)} "
+            f"duplicates={audit.duplicates} lost={audit.lost}"
+        )
+
+    assert len(cluster_stack.kills) == 2
+    first = cluster_stack.kills[0]
+    assert first["runs"].get("suspended", 0) >= RUNS - half, f"runs waiting when n2 died: {first}"
+    assert audit.problems == [], "\n".join(audit.problems)
+    assert audit.duplicates == 0 and audit.lost == 0
+
+
+@dataclass
+class Audit:
+    duplicates: int = 0
+    lost: int = 0
+    submissions: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+async def _audit(
+    scenarios: list[Scenario], run_ids: list[str], pos: list[str], outcomes: list[dict[str, Any] | None]
+) -> Audit:
+    """Duplicates: orders beyond one per run at the supplier (a retried submission of the same
+    PO is one order). Lost: runs that did not end with their goods booked in, or messages that
+    no run consumed."""
+    audit = Audit()
+    problems = audit.problems
+    for scenario, run_id, po, outcome in zip(scenarios, run_ids, pos, outcomes, strict=True):
+        orders = await scenario.orders()
+        audit.duplicates += max(0, len(orders) - 1)
+        audit.submissions += sum(o["submissions"] for o in orders)
+        if [o["po_number"] for o in orders] != [po]:
+            problems.append(f"{run_id}: orders {[o['po_number'] for o in orders]}, approved {po}")
+        status = await scenario.status()
+        stock = (await scenario.world.get(f"/erp/stock/{scenario.sku}")).json()
+        received = outcome is not None and outcome["outcome"] == "received"
+        if not received or status["kept"] or status["runs_started"] != 1 or stock["on_hand"] != 100:
+            audit.lost += 1
+            problems.append(
+                f"{run_id}: outcome {outcome and outcome['outcome']}, kept {status['kept']}, "
+                f"runs {status['runs_started']}, on hand {stock['on_hand']}"
+            )
+    return audit
