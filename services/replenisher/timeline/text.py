@@ -111,6 +111,8 @@ def _happened(turn: Turn) -> str:
         parts.append("failed after retries")
     if turn.summary:
         parts.append(turn.summary)
+    elif turn.tool == "done":
+        parts.append("the run ends here")
     elif action is not None and action.end is None:
         parts.append("in progress")
     return ": ".join(parts) if parts else "-"
