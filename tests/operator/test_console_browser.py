@@ -24,12 +24,12 @@ async def test_the_manager_approves_in_the_inbox_and_watches_the_run_carry_on(
     page = await browser.new_page(viewport={"width": 1280, "height": 860})
     try:
         await setup_lasting_quotes(scenario, price=4.0)
+        await page.goto(f"{console.url}/inbox")  # open before the request exists
         run_id = (await scenario.check())["started"]
         request = await scenario.pending_approval()
 
-        await page.goto(f"{console.url}/inbox")
         row = page.locator(f"#inbox tr[data-sku='{scenario.sku}']")
-        await row.wait_for(timeout=15_000)
+        await row.wait_for(timeout=20_000)  # the inbox shows new requests by itself, without a reload
         assert request["po_number"] in await row.inner_text()
         assert "95" in await row.inner_text() and "4.00" in await row.inner_text()
         await page.screenshot(path=str(artifacts / "inbox.png"), full_page=True)
@@ -75,6 +75,7 @@ async def test_the_manager_rejects_in_the_inbox(browser: Any, console: Hypercorn
         await scenario.pending_approval()
         await page.goto(f"{console.url}/inbox")
         row = page.locator(f"#inbox tr[data-sku='{scenario.sku}']")
+        await row.wait_for(timeout=20_000)  # the inbox shows new requests by itself
         await row.get_by_role("button", name="Reject").click()
         await page.wait_for_url(f"**/skus/{scenario.sku}/runs/1?**", timeout=15_000)
         assert "rejected" in await page.locator(".flash.ok").inner_text()

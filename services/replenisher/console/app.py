@@ -66,6 +66,7 @@ class Console:
             ("GET", re.compile(r"/health"), self.health),
             ("GET", re.compile(r"/"), self.home),
             ("GET", re.compile(r"/inbox"), self.inbox),
+            ("GET", re.compile(r"/inbox/fragment"), self.inbox_fragment),
             ("POST", re.compile(r"/approvals"), self.approve),
             ("GET", re.compile(r"/skus"), self.skus),
             ("GET", re.compile(r"/skus/(?P<sku>[^/]+)"), self.sku),
@@ -143,6 +144,10 @@ class Console:
     async def inbox(self, request: Request, flash: tuple[str, str] | None = None, status: int = 200) -> Response:
         pending = await pending_approvals(self.client, self.inbox_api)
         return Response(pages.inbox(pending, time.time(), flash), status)
+
+    async def inbox_fragment(self, request: Request) -> Response:
+        pending = await pending_approvals(self.client, self.inbox_api)
+        return Response(pages.inbox_fragment(pending, time.time()))
 
     async def approve(self, request: Request) -> Response:
         form = await request.form()

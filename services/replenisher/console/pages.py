@@ -79,10 +79,44 @@ def page(title: str, body: str, here: str = "", flash: tuple[str, str] | None = 
     )
 
 
+INBOX_SCRIPT = """
+<script>
+(function () {
+  // New requests appear by themselves; never while the manager is filling in a decision.
+  const live = () => document.getElementById('inbox-live');
+  let touched = false;
+  document.addEventListener('input', () => { touched = true; });
+  document.addEventListener('focusin', (e) => { if (e.target.closest('form')) touched = true; });
+  async function refresh() {
+    const box = live();
+    if (box && !touched) {
+      try {
+        const r = await fetch(box.dataset.fragment, {cache: 'no-store'});
+        if (r.ok) { box.innerHTML = await r.text(); }
+      } catch (e) { /* the next tick tries again */ }
+    }
+    setTimeout(refresh, 3000);
+  }
+  setTimeout(refresh, 3000);
+})();
+</script>
+"""
+
+
 def inbox(pending: list[PendingApproval], now: float, flash: tuple[str, str] | None = None) -> str:
+    body = (
+        "<div id=inbox-live data-fragment='/inbox/fragment'>"
+        + inbox_fragment(pending, now)
+        + "</div><p class=muted>Approving resolves the run's durable promise through Restate's ingress: the run "
+        "continues at once. Without a decision by the deadline the run cancels the PO (it fails closed).</p>"
+        + INBOX_SCRIPT
+    )
+    return page("Approval inbox", body, "inbox", flash)
+
+
+def inbox_fragment(pending: list[PendingApproval], now: float) -> str:
     if not pending:
-        body = "<h1>Approval inbox</h1><p class=muted id=empty>Nothing waits for your approval.</p>"
-        return page("Approval inbox", body, "inbox", flash)
+        return "<h1>Approval inbox</h1><p class=muted id=empty>Nothing waits for your approval.</p>"
     rows = []
     for p in pending:
         expired = (
@@ -103,17 +137,14 @@ def inbox(pending: list[PendingApproval], now: float, flash: tuple[str, str] | N
             f"<td class=num>{escape(clock(p.decide_by))}</td>"
             f"<td>{decision_form(p)}</td></tr>"
         )
-    body = (
+    return (
         f"<h1>Approval inbox <span class=tag>{len(pending)}</span></h1>"
         "<div class=scroll><table class=list id=inbox><thead>"
         "<tr><th>PO</th><th>SKU</th><th>supplier</th><th>quantity</th>"
         "<th>unit price</th><th>quote age</th><th>decide by</th><th>decision</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table></div>"
-        "<p class=muted>Approving resolves the run's durable promise through Restate's ingress: the run "
-        "continues at once. Without a decision by the deadline the run cancels the PO (it fails closed).</p>"
     )
-    return page("Approval inbox", body, "inbox", flash)
 
 
 def decision_form(p: PendingApproval) -> str:
