@@ -309,12 +309,12 @@ def _print_status(cluster: LocalCluster) -> None:
             continue
         try:
             members = node.metadata_members()
-            serving = "serving" if node.serves_cluster() else "not serving yet"
+            serving = "answers" if node.serves_cluster() else "does not answer (yet)"
         except httpx.HTTPError as exc:
             members, serving = [], f"admin API unreachable ({type(exc).__name__})"
         print(
-            f"{node.spec.name}  pid {pid}  ingress {node.ingress_url}  admin {node.admin_url}  {serving}  "
-            f"metadata members {members}  log {node.log_path}"
+            f"{node.spec.name}  pid {pid}  ingress {node.ingress_url}  admin {node.admin_url}  "
+            f"{serving} queries over every partition  metadata members {members}  log {node.log_path}"
         )
 
 

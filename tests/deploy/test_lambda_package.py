@@ -55,7 +55,9 @@ def test_restate_is_registered_against_a_published_version_that_outlives_updates
     assert version["Type"] == "AWS::Lambda::Version"
     # A code change replaces the version resource; the old version must stay for its in-flight runs.
     assert version["DeletionPolicy"] == "Retain" and version["UpdateReplacePolicy"] == "Retain"
+    # Both publish a new version when they change (create-only properties of a version).
     assert version["Properties"]["CodeSha256"] == {"Ref": "CodeSha256"}
+    assert version["Properties"]["Description"] == {"Fn::Sub": "release ${Release}, code ${CodeSha256}"}
     assert outputs["VersionArn"]["Value"] == {"Ref": "Version"}
 
 
