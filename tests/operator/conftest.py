@@ -10,16 +10,16 @@ import asyncio
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
+from operator_support import Cli, CliResult
 
-from e2e.scenario import Scenario, ok
+from e2e.scenario import Scenario
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import RestateRuntime
@@ -50,22 +50,6 @@ def scenario(
     return Scenario(ingress, world_client, name)
 
 
-async def setup_lasting_quotes(scenario: Scenario, price: float = 4.0, **item: Any) -> None:
-    """A scenario whose quotes stay valid for a year (90 test-seconds), so an approval given a few test-seconds
-    after the request still orders instead of re-quoting."""
-    await scenario.setup(price=price, **item)
-    supplier = {
-        "name": f"Supplier {scenario.supplier}",
-        "prices": {scenario.sku: price},
-        "lead_days": 2,
-        "reply_days": 0.5,
-        "quote_valid_days": 365,
-        "deliveries": 1,
-        "delivery_gap_days": 1,
-    }
-    ok(await scenario.world.put(f"/admin/suppliers/{scenario.supplier}", json=supplier))
-
-
 @pytest.fixture(scope="session")
 def operator_env(restate_runtime: RestateRuntime, world: HypercornApp) -> dict[str, str]:
     return {
@@ -73,19 +57,6 @@ def operator_env(restate_runtime: RestateRuntime, world: HypercornApp) -> dict[s
         "REPLENISHER_ADMIN_URL": restate_runtime.admin_url,
         "REPLENISHER_WORLD_URL": world.url,
     }
-
-
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-    def __str__(self) -> str:
-        return f"exit {self.code}\n--- stdout\n{self.out}\n--- stderr\n{self.err}"
-
-
-Cli = Callable[..., Awaitable[CliResult]]
 
 
 @pytest.fixture

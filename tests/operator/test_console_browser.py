@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
+from operator_support import setup_lasting_quotes
 
-from conftest import setup_lasting_quotes
 from e2e.scenario import Scenario
 from replenisher.stack.processes import HypercornApp
 

@@ -6,8 +6,8 @@ import json
 
 import httpx
 import pytest
+from operator_support import Cli, setup_lasting_quotes
 
-from conftest import Cli, setup_lasting_quotes
 from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin
 from replenisher.stack.ports import free_port

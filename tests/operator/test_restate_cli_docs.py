@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from operator_support import setup_lasting_quotes
 
-from conftest import setup_lasting_quotes
 from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import ensure_restate
