@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import tomllib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ import pytest_asyncio
 
 from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin
+from replenisher.stack.install import ensure_restate
 from replenisher.stack.ports import RestatePorts
 from support import REPO_ROOT, RESTATE_TEST_ENV, eventually, service_env
 
@@ -46,11 +49,6 @@ _ACTIVE = "('running', 'backing-off', 'suspended', 'ready', 'inboxed', 'schedule
 
 def test_node_files_say_what_the_cluster_needs_and_restate_reads_every_key() -> None:
     # restate-server ignores keys it does not know; its --dump-config shows what it took.
-    import subprocess
-    import tomllib
-
-    from replenisher.stack.install import ensure_restate
-
     server = str(ensure_restate().server)
     for spec in local_cluster.default_specs():
         mine = tomllib.loads(spec.config_file.read_text())
