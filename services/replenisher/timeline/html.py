@@ -115,7 +115,7 @@ def render_svg(t: Timeline) -> str:
         out.append(
             f"<g class='now'><line x1='{nx:.1f}' y1='{TOP - 8}' x2='{nx:.1f}' y2='{height - 14}' "
             "stroke='#6b7280' stroke-dasharray='3 3'/>"
-            f"<text x='{nx - 24:.1f}' y='{TOP - 10}'>now</text></g>"
+            f"<text x='{nx - 4:.1f}' y='{height - 2}' text-anchor='end'>now</text></g>"
         )
     elif t.outcome is not None:
         ex = x(t.ended_at)

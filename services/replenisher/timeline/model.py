@@ -118,6 +118,9 @@ class Timeline(BaseModel):
             return f"retrying (attempt {tries + 1}): {self.invocation.last_failure or 'no error recorded'}"
         if self.waiting is not None:
             return f"waiting in {self.waiting.tool} (the next {self.waiting.event} message)"
+        last = self.turns[-1].action if self.turns else None
+        if last is not None and last.kind == "wait" and last.end is None:
+            return f"waiting in {last.name} (on {last.promise})"
         if self.invocation is not None:
             return self.invocation.status
         return "unknown"
