@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from e2e.scenario import Scenario, ok
-from support import eventually
+from e2e.test_crash_matrix import arm
+from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -84,3 +87,30 @@ async def test_a_run_that_ends_unknown_is_reconciled_by_the_sku_and_shows_unknow
         return stock["on_hand"] == 100
 
     await eventually(booked, timeout=5, what="the goods to be on hand")
+
+
+async def test_a_retry_after_the_order_was_taken_does_not_refuse_it_when_the_price_has_risen(
+    scenario: Scenario, service: RegisteredService
+) -> None:
+    # The service dies after the supplier took the order, before the step was journaled; while it
+    # is down the price rises above the approval. The retry must find the order, not refuse it.
+    await scenario.setup()
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    arm(run_id, "place_order", "after")
+
+    async def price_rises_while_down() -> None:
+        await eventually(lambda: not service.running, timeout=60, what="the service to die after placing")
+        await scenario.fault(price_rise_pct=50)
+        await asyncio.to_thread(service.restart)
+
+    revive = asyncio.create_task(price_rises_while_down())
+    await scenario.decide(request["po_number"], approved=True)
+    outcome = await scenario.outcome(run_id, within=60)
+    await asyncio.wait_for(revive, timeout=30)
+
+    assert outcome["outcome"] == "received" and outcome["unit_price"] == request["unit_price"]
+    placements = [summary for tool, summary in await tools_of(scenario, run_id) if tool == "place_order"]
+    assert len(placements) == 1 and placements[0].startswith("order ")
+    orders = await scenario.orders()
+    assert len(orders) == 1 and orders[0]["po_number"] == request["po_number"]

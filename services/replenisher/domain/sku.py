@@ -61,6 +61,7 @@ class OutcomeStats(BaseModel):
     runs: int = 0
     by_outcome: dict[Outcome, int] = Field(default_factory=dict)
     total_received: int = 0
+    messages_consumed: int = Field(default=0, description="messages runs read, for the audit that none was lost")
     mean_cycle_seconds: float = 0.0
     mean_unit_price: float | None = None
 
@@ -68,6 +69,7 @@ class OutcomeStats(BaseModel):
         self.runs += 1
         self.by_outcome[result.outcome] = self.by_outcome.get(result.outcome, 0) + 1
         self.total_received += result.quantity_received
+        self.messages_consumed += sum(result.consumed.values())
         cycle = max(result.ended_at - result.started_at, 0.0)
         self.mean_cycle_seconds += (cycle - self.mean_cycle_seconds) / self.runs
         self._count_price(result)

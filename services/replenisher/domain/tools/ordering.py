@@ -31,7 +31,8 @@ class PlaceOrder(Call[NoArgs, PlaceOrderResult]):
     name = "place_order"
     description = (
         "Send the approved purchase order to the supplier. Re-checks the supplier's live price "
-        "first and refuses if it is above the approved price or the approval has expired."
+        "first and refuses if it is above the approved price or the approval has expired "
+        "(unless the supplier already holds the order for this PO)."
     )
     Args = NoArgs
     Result = PlaceOrderResult
@@ -53,6 +54,12 @@ class PlaceOrder(Call[NoArgs, PlaceOrderResult]):
         po, approval = state.po, state.approval
         assert po is not None and approval is not None and approval.approved_up_to is not None
         now = time.time()
+        # An earlier attempt of this step may have sent the order and lost the answer. The
+        # gates below are for sending an order, not for one the supplier already holds: a
+        # refusal now would record "not ordered" while the order exists.
+        existing = await world.suppliers.find_order(po.supplier, po.po_number)
+        if existing is not None:
+            return PlaceOrderResult(status="placed", ack=existing, at=now)
         if now > approval.request.expires_at:
             return PlaceOrderResult(status="approval_expired", at=now)
         live = await world.suppliers.live_price(po.supplier, po.sku)
