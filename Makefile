@@ -25,7 +25,7 @@ REPLAY ?= 1
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate demo test injection up down status console lint clean bench bench-quick bench-setup \
+.PHONY: setup restate demo test soak injection up down status console lint clean bench bench-quick bench-setup \
 	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
@@ -75,6 +75,12 @@ lambda-test: setup
 injection: setup
 	$(BIN)/pytest -q tests/injection $(PYTEST_ARGS)
 	$(BIN)/python -m tests.injection.suite
+
+# The chaos soak: SOAK_RUNS replenishments (and at least 20 faults) under random damage, then an
+# audit against the world's records. make soak SOAK_RUNS=1000 for the long one.
+SOAK_RUNS ?= 40
+soak: setup
+	$(BIN)/python -m bench.soak --runs $(SOAK_RUNS)
 
 up: setup
 	$(BIN)/python -m replenisher.stack up $(STACK_ARGS)
