@@ -1,0 +1,167 @@
+"""History grows: one SKU through many replenishments; its record must stay small and fast.
+
+Drives N replenishments of one SKU back to back (a compressed day, suppliers that answer
+and deliver at once, a manager who approves at once) and prints, as it goes, the size of the
+SKU agent's stored record in bytes and how long its handlers take, against the first runs.
+`python -m bench.history --runs 1000`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from replenisher.stack.admin import register_deployment, sql
+from replenisher.stack.local import SERVICE_APP, WORLD_APP
+from replenisher.stack.ports import RestatePorts, free_port
+from replenisher.stack.processes import HypercornApp
+from replenisher.stack.runtime import BinaryRuntime
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DAY_SECONDS = 0.01
+
+
+def arrange(world: httpx.Client, sku: str, supplier: str) -> None:
+    """A SKU that is out of stock again as soon as its goods are in."""
+    setup = {"name": supplier, "prices": {sku: 4.0}, "lead_days": 0, "reply_days": 0, "quote_valid_days": 300}
+    world.put(f"/admin/suppliers/{supplier}", json=setup).raise_for_status()
+    item = {
+        "on_hand": 0,
+        "safety_stock": 20,
+        "target_stock": 100,
+        "daily_consumption": 100_000,
+        "suppliers": [supplier],
+    }
+    world.put(f"/admin/items/{sku}", json=item).raise_for_status()
+    world.put(
+        "/manager/policy", json={"auto_approve": True, "max_unit_price": 1000, "delay_days": 0}
+    ).raise_for_status()
+
+
+@dataclass
+class Sample:
+    runs: int
+    record_bytes: int
+    status_ms: float
+    write_ms: float
+
+
+@dataclass
+class History:
+    samples: list[Sample] = field(default_factory=list)
+
+
+def timed_ms(call: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
+
+
+def median_ms(call: Callable[[], object], times: int = 7) -> float:
+    return statistics.median(timed_ms(call) for _ in range(times))
+
+
+def record_bytes(admin_url: str, sku: str) -> int:
+    rows = sql(admin_url, f"SELECT value_utf8 FROM state WHERE service_name = 'SkuAgent' AND service_key = '{sku}'")
+    return sum(len(r["value_utf8"].encode()) for r in rows if r.get("value_utf8"))
+
+
+def replenish_once(ingress: httpx.Client, sku: str, deadline_s: float = 60) -> str:
+    """Start one replenishment with `check` and wait for its outcome; returns it."""
+    started = ingress.post(f"/SkuAgent/{sku}/check").raise_for_status().json()["started"]
+    if started is None:
+        raise RuntimeError(f"{sku}: check started no replenishment")
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        record = ingress.get(f"/SkuAgent/{sku}/status").raise_for_status().json()
+        if record["active"] is None:
+            return record["outcomes"][-1]["outcome"]
+        time.sleep(0.02)
+    raise RuntimeError(f"{started} did not end within {deadline_s:g}s")
+
+
+def drive(ingress: httpx.Client, admin_url: str, sku: str, runs: int, every: int, out: History) -> None:
+    for n in range(1, runs + 1):
+        outcome = replenish_once(ingress, sku)
+        if outcome != "received":
+            raise RuntimeError(f"run {n} of {sku} ended {outcome}")
+        if n == 1 or n % every == 0 or n == runs:
+            status_ms = median_ms(lambda: ingress.get(f"/SkuAgent/{sku}/status"))
+            # An exclusive handler that reads and writes back the whole record, changing nothing.
+            write_ms = median_ms(lambda: ingress.post(f"/SkuAgent/{sku}/configure", json={}))
+            out.samples.append(Sample(n, record_bytes(admin_url, sku), status_ms, write_ms))
+            s = out.samples[-1]
+            print(
+                f"history: {n:5d} runs  record {s.record_bytes:7d} bytes  "
+                f"status {s.status_ms:6.1f} ms  configure {s.write_ms:6.1f} ms",
+                flush=True,
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.history", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--every", type=int, default=100, help="sample every N runs")
+    args = parser.parse_args(argv)
+
+    base = Path(tempfile.mkdtemp(prefix="replenisher-history-"))
+    restate = BinaryRuntime(
+        RestatePorts.free(), base / "data", {}, log_path=base / "restate.log", config_file=REPO_ROOT / "restate.toml"
+    )
+    restate.start()
+    restate.wait_ready()
+    day = f"{DAY_SECONDS:g}"
+    world = HypercornApp(
+        WORLD_APP,
+        free_port(),
+        {"WORLD_INGRESS_URL": restate.ingress_url, "WORLD_DAY_SECONDS": day},
+        name="world",
+        log_path=base / "world.log",
+    )
+    # Days are a hundredth of a second here; the waits must not time out on machine hiccups.
+    long_wait = str(int(60 / DAY_SECONDS))
+    service_env = {
+        "REPLENISHER_DAY_SECONDS": day,
+        "REPLENISHER_WORLD_URL": world.url,
+        "REPLENISHER_APPROVAL_WAIT_DAYS": long_wait,
+        "REPLENISHER_REPLY_WAIT_DAYS": long_wait,
+        "REPLENISHER_GOODS_GRACE_DAYS": long_wait,
+    }
+    service = HypercornApp(SERVICE_APP, free_port(), service_env, name="replenisher", log_path=base / "service.log")
+    history = History()
+    try:
+        world.start()
+        world.wait_ready()
+        service.start()
+        service.wait_ready()
+        register_deployment(restate.admin_url, restate.deployment_uri(service.port))
+        with (
+            httpx.Client(base_url=restate.ingress_url, timeout=30) as ingress,
+            httpx.Client(base_url=world.url, timeout=30) as world_client,
+        ):
+            arrange(world_client, "HIST-1", "hist-supplier")
+            drive(ingress, restate.admin_url, "HIST-1", args.runs, args.every, history)
+    finally:
+        service.stop()
+        world.stop()
+        restate.stop()
+    first, last = history.samples[0], history.samples[-1]
+    biggest = max(s.record_bytes for s in history.samples)
+    print(
+        f"history: runs={last.runs} record_bytes={last.record_bytes} max_record_bytes={biggest} "
+        f"status_ms_ratio={last.status_ms / first.status_ms:.2f} "
+        f"configure_ms_ratio={last.write_ms / first.write_ms:.2f} (last sample against the first)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
