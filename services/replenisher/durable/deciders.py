@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from typing import TYPE_CHECKING
 
-import anthropic
 from restate import WorkflowContext
 from restate.exceptions import TerminalError
 
@@ -26,6 +26,11 @@ from replenisher.domain.tools import Tool
 from replenisher.domain.turns import Ask, DeciderUnavailable
 from replenisher.durable.probes import crash_point, record_decision
 from replenisher.durable.steps import retry_options
+
+if TYPE_CHECKING:
+    # Imported only when Claude is chosen: the SDK takes seconds to import, which every
+    # restart of the service would otherwise pay.
+    import anthropic
 
 
 def check_claude_settings(s: Settings) -> None:
