@@ -82,6 +82,11 @@ def start_stack(base: Path) -> Stack:
         "REPLENISHER_STEP_MAX_RETRY_MS": "1000",
         "REPLENISHER_STEP_MAX_ATTEMPTS": "4",
         "REPLENISHER_REST_AFTER_FAILURE_DAYS": "2",
+        # 3 s to decide or confirm: a crash (a second or so) can still push a wait past its
+        # deadline, but most runs get as far as ordering, where the faults matter most.
+        "REPLENISHER_APPROVAL_WAIT_DAYS": "30",
+        "REPLENISHER_REPLY_WAIT_DAYS": "30",
+        "REPLENISHER_GOODS_GRACE_DAYS": "30",
     }
     service = HypercornApp(SERVICE_APP, free_port(), service_env, name="replenisher", log_path=base / "service.log")
     service.start()
@@ -233,6 +238,14 @@ def audit(stack: Stack, client: httpx.Client, skus: list[str], faults: int) -> V
     for record in agents.values():
         outcomes.update(record.stats.by_outcome)
     print("soak: outcomes " + ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
+    reasons = Counter(
+        f"{o.outcome}: {re.sub(r'[0-9.]+', 'N', o.detail)}"
+        for r in agents.values()
+        for o in r.outcomes
+        if o.outcome != "received"
+    )
+    for reason, n in reasons.most_common(4):
+        print(f"soak:   {n:4d} x {reason}")
     return Verdict(runs, faults, duplicates, lost, stuck, problems)
 
 
