@@ -19,16 +19,17 @@ class Plan(BaseModel):
 
 QUICK = Plan(
     name="quick",
-    throughput=[(1, 10), (10, 40), (50, 100), (200, 200)],
-    wake_steps=[10, 30, 100, 500],
-    wake_samples=5,
-    idle_sizes=[100, 500],
-    idle_wakes=3,
+    throughput=[(1, 3), (10, 10), (50, 50)],
+    wake_steps=[10, 30, 100],
+    wake_samples=3,
+    idle_sizes=[50, 150],
+    idle_wakes=2,
+    warmup=3,
 )
 
 FULL = Plan(
     name="full",
-    throughput=[(1, 30), (10, 200), (50, 500), (200, 1000)],
+    throughput=[(1, 20), (10, 100), (50, 250), (200, 400)],
     wake_steps=[10, 30, 100, 500],
     wake_samples=20,
     idle_sizes=[100, 1000, 10000],

@@ -22,18 +22,19 @@ from bench.scenarios import Driver
 from bench.systems import Ours
 
 GROUPS = [
-    ("adapters (httpx, httpcore, h11, replenisher.adapters)", ("httpx/", "httpcore/", "h11/", "replenisher/adapters/")),
+    (
+        "adapters (httpx, httpcore, h11, anyio, replenisher.adapters)",
+        ("httpx/", "httpcore/", "h11/", "anyio/", "replenisher/adapters/"),
+    ),
     ("Restate SDK (restate, its VM)", ("restate/",)),
     ("hypercorn and HTTP/2 (h2, hpack, hyperframe)", ("hypercorn/", "h2/", "hpack/", "hyperframe/")),
     ("pydantic", ("pydantic/", "pydantic_core/")),
     ("domain (rules, policy, tools)", ("replenisher/domain/",)),
     ("durable glue (replenisher.durable)", ("replenisher/durable/",)),
-    ("thread pool (concurrent.futures)", ("concurrent/futures/",)),
 ]
-
-
-def in_group(path: str, markers: tuple[str, ...]) -> bool:
-    return any(path.startswith(m) or f"/{m}" in path for m in markers)
+OTHER = "asyncio loop and the rest of the standard library"
+# Threads parked waiting for work: sampled, but not CPU.
+IDLE_LEAVES = ("_worker (concurrent/futures/thread.py:81)",)
 
 
 def frame_file(frame: str) -> str:
@@ -41,25 +42,36 @@ def frame_file(frame: str) -> str:
     return frame[frame.rfind("(") + 1 :] if "(" in frame else frame
 
 
+def group_of(path: str) -> str | None:
+    for group, markers in GROUPS:
+        if any(path.startswith(m) or f"/{m}" in path for m in markers):
+            return group
+    return None
+
+
 def summarise(raw: Path, top: int = 15) -> dict[str, Any]:
+    """Each sample goes to the innermost layer of ours or a library it was in (the standard
+    library's work, a socket write say, counts for the layer that asked for it), so the shares
+    add up to 100% and "adapters" means what a replenishment's outside calls cost the service."""
     total = 0
-    inclusive: Counter[str] = Counter()
+    shares: Counter[str] = Counter()
     leaves: Counter[str] = Counter()
     for line in raw.read_text().splitlines():
         stack, _, count_text = line.rpartition(" ")
         if not stack or not count_text.isdigit():
             continue
+        frames = stack.split(";")
+        if frames[-1] in IDLE_LEAVES:
+            continue
         count = int(count_text)
         total += count
-        frames = stack.split(";")
-        files = [frame_file(f) for f in frames]
-        for group, markers in GROUPS:
-            if any(in_group(f, markers) for f in files):
-                inclusive[group] += count
+        owner = next((g for g in map(group_of, map(frame_file, reversed(frames))) if g), OTHER)
+        shares[owner] += count
         leaves[frames[-1]] += count
+    groups = [g for g, _ in GROUPS] + [OTHER]
     return {
         "samples": total,
-        "share_inclusive": {g: round(inclusive[g] / total, 3) for g, _ in GROUPS} if total else {},
+        "share": {g: round(shares[g] / total, 3) for g in groups} if total else {},
         "top_self": [{"frame": f, "share": round(c / total, 3)} for f, c in leaves.most_common(top)] if total else [],
     }
 
@@ -105,6 +117,6 @@ async def _profile(system: Ours, say: Callable[[str], None], concurrency: int, c
     summary = summarise(raw)
     summary["throughput_while_sampled"] = level["per_s"]
     summary["cpu_ms_per_replenishment"] = level["cpu_ms_per_op"]
-    for group, share in summary["share_inclusive"].items():
+    for group, share in summary["share"].items():
         say(f"  {share * 100:5.1f}%  {group}")
     return summary

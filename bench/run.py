@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import shutil
 import sys
@@ -68,7 +69,8 @@ async def wait_quiet(driver: Driver, limit: float = 120.0) -> float:
 
 
 async def measure(system: System, plan: Plan) -> dict[str, Any]:
-    out: dict[str, Any] = {"label": system.label, "durable": system.durable}
+    # Others share the machine: what else was running is part of reading the figures.
+    out: dict[str, Any] = {"label": system.label, "durable": system.durable, "load_average": [os.getloadavg()[0]]}
     timeout = aiohttp.ClientTimeout(total=600)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
@@ -76,6 +78,7 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
         say(f"  {system.name}: warm-up ({plan.warmup} replenishments)")
         await driver.throughput(min(plan.warmup, 5), plan.warmup, "warm")
         out["idle_cpu_per_s"] = {k: round(v, 4) for k, v in (await driver.measure_idle(3.0)).items()}
+        say(f"  {system.name}: idle CPU per second {out['idle_cpu_per_s']}")
         out["memory_at_start_mb"] = driver.meter.memory()
         suspending = system.name == "restate-suspending"
 
@@ -96,14 +99,14 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
                 hot_runs[steps] = await driver.start_bench_runs(steps, plan.wake_samples, "hot")
             if system.restartable or suspending:
                 cold_runs[steps] = await driver.start_bench_runs(steps, plan.wake_samples, "cold")
-        for steps, ids in hot_runs.items():
+        # Every run waits before any is woken: a wake must not share the machine with runs still starting.
+        for ids in [*hot_runs.values(), *cold_runs.values()]:
             await driver.wait_bench_ready(ids)
+        for steps, ids in hot_runs.items():
             result = await driver.wake(ids)
             wake["hot"][str(steps)] = result
             say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
         if cold_runs:
-            for ids in cold_runs.values():
-                await driver.wait_bench_ready(ids)
             if suspending:
                 await asyncio.sleep(2.5)
                 suspended = await driver.suspended_count()
@@ -136,6 +139,7 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
                 + (f", engine {mem['engine']['rss_mb']} MB" if "engine" in mem else "")
                 + f", tasks/run {point['tasks_per_run']}, wake p50 {point['wake_one']['latency']['p50_ms']} ms"
             )
+    out["load_average"].append(os.getloadavg()[0])
     return out
 
 

@@ -21,9 +21,11 @@ from replenisher.domain.tools import TOOLS
 from replenisher.domain.waits import WaitDays
 
 # A compressed business day: long enough that no deadline passes while a loaded 2-core machine
-# works through a queue, short enough that nothing in the scenario waits on the clock (the
-# world answers at once: auto-approval after 0 days, replies and goods with 0 lead time).
-DAY_SECONDS = 10.0
+# works through a queue (the slowest system takes minutes to fill the idle test), while nothing
+# in the scenario waits on the clock (the world answers at once: auto-approval after 0 days,
+# replies and goods with 0 lead time). Quotes are valid for a year of these days.
+DAY_SECONDS = 60.0
+QUOTE_VALID_DAYS = 365
 WAITS = WaitDays(approval=1000, supplier_reply=1000)
 TASK_QUEUE = "replenisher-bench"
 
