@@ -97,6 +97,8 @@ async def test_stale_or_bad_decisions_get_a_clear_answer_and_change_nothing(
         assert too_low.status_code == 400 and "below the asked 4.00" in too_low.text
         forged = await http.post("/approvals", data={**form, "token": "guessed", "up_to": "4.00"})
         assert forged.status_code == 409 and "not the one of" in forged.text
+        cross_site = await http.post("/approvals", data={k: v for k, v in form.items() if k != "token"})
+        assert cross_site.status_code == 400 and "must carry its request" in cross_site.text
         nonsense = await http.post("/approvals", data={**form, "up_to": "four"})
         assert nonsense.status_code == 400 and "is not a price" in nonsense.text
         assert (await scenario.run_view(run_id))["state"]["approval"]["status"] == "pending", "nothing changed"

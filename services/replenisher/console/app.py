@@ -154,6 +154,9 @@ class Console:
         decision = form.get("decision")
         if decision not in ("approve", "reject"):
             return await self.inbox(request, ("error", "choose Approve or Reject"), 400)
+        if not form.get("token"):
+            # Only a page this console served knows the token: a form posted from elsewhere does not.
+            return await self.inbox(request, ("error", "the decision must carry its request's token"), 400)
         up_to: float | None = None
         if decision == "approve" and form.get("up_to"):
             try:
@@ -169,7 +172,7 @@ class Console:
                 up_to=up_to,
                 note=form.get("note", "")[:2000],
                 by=MANAGER,
-                token=form.get("token") or None,
+                token=form["token"],
             )
         except NoPendingApproval as e:
             return await self.inbox(request, ("error", str(e)), 409)
