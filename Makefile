@@ -9,7 +9,7 @@
 #   make injection    the adversarial suite; ends with `injection: attacks=N asr_policy=X ...`
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same in under five minutes, smaller sizes; both write bench/results/
-#   make cluster-test the three-node cluster test (part of `make test` too); ends with `cluster: runs=N ...`
+#   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
 #   make lambda-test  the Lambda tests, with deployment zips for both x86_64 and arm64
 
 SHELL := /bin/bash
@@ -60,7 +60,8 @@ endif
 # summary line comes last: runs, node kills, duplicate orders, lost runs or messages.
 cluster-test: setup
 	@summary=$$(mktemp); \
-	REPLENISHER_CLUSTER_SUMMARY=$$summary $(BIN)/pytest -q -ra -m cluster tests/deploy $(PYTEST_ARGS); status=$$?; \
+	REPLENISHER_CLUSTER_TEST=1 REPLENISHER_CLUSTER_SUMMARY=$$summary \
+		$(BIN)/pytest -q -ra -m cluster tests/deploy $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; \
 	cat $$summary; rm -f $$summary; exit $$status
 
