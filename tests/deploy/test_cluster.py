@@ -33,13 +33,15 @@ from support import REPO_ROOT, RESTATE_TEST_ENV, eventually, service_env
 
 from .stacks import SUMMARY_LINES, load_script, register, start_service, start_world, stop_all
 
-# Not `e2e`: `make test`'s always-replay pass over the e2e tests would only run this slow test twice.
+# Not `e2e`: `make test`'s always-replay pass over the e2e tests is no place for this slow test.
 pytestmark = pytest.mark.cluster
 
 local_cluster = load_script(REPO_ROOT / "deploy" / "cluster" / "local_cluster.py", "local_cluster")
 
 RUNS = int(os.environ.get("REPLENISHER_CLUSTER_RUNS", "24"))
 SUMMARY_ENV = "REPLENISHER_CLUSTER_SUMMARY"
+# About a minute of three Restate nodes: kept out of `make test`, which is long enough already.
+ENABLE_ENV = "REPLENISHER_CLUSTER_TEST"
 # Longer days than the other e2e tests: a fail-over takes seconds, and a run's own waits
 # (supplier reply, goods) must not time out because of it.
 DAY_SECONDS = 1.0
@@ -161,6 +163,10 @@ def _write_summary(line: str) -> None:
         Path(target).write_text(line + "\n")
 
 
+@pytest.mark.skipif(
+    not os.environ.get(ENABLE_ENV),
+    reason=f"run by `make cluster-test` (CI runs it after `make test`), or set {ENABLE_ENV}=1",
+)
 @pytest.mark.timeout(600)
 async def test_replenishments_survive_node_kills_with_no_duplicates_and_nothing_lost(
     cluster_stack: ClusterStack, clients: tuple[httpx.AsyncClient, httpx.AsyncClient]
