@@ -150,7 +150,7 @@ def test_place_order_failure_makes_the_order_unknown_not_failed() -> None:
     state = approved()
     PlaceOrder().apply_failure(state, NO, "503 after 6 attempts")
     assert state.order_status == "unknown"
-    assert allowed(state) == {"check_order_status", "cancel_purchase_order"}
+    assert allowed(state) == {"check_order_status"}  # find out first: cancelling blind could strand goods
     assert outcome_of(state)[0] == "unknown"
 
 
@@ -270,3 +270,24 @@ def test_no_po_is_drafted_once_the_manager_cannot_be_asked_again() -> None:
     state.approval_rounds = MAX_APPROVAL_ROUNDS
     assert "draft_purchase_order" not in allowed(state)
     assert allowed(state) == {"done"}
+
+
+def test_a_placed_order_can_be_cancelled_only_once_the_supplier_has_failed() -> None:
+    from replenisher.domain.tools.limits import MAX_GOODS_OVERDUE
+
+    state = ordered()
+    assert "cancel_purchase_order" not in allowed(state)
+    for _ in range(MAX_CHASES):
+        WaitForSupplierReply().apply(state, None)
+        ChaseSupplier().apply(state, NO, ChaseResult(at=T0))
+    WaitForSupplierReply().apply(state, None)
+    assert "cancel_purchase_order" in allowed(state)  # silent after every chase
+
+    late = ordered()
+    WaitForSupplierReply().apply(late, reply(late))
+    ReadSupplierReply().apply(late, NO, extract_reply_facts("Confirmed.", T0))
+    for _ in range(MAX_GOODS_OVERDUE):
+        WaitForGoods().apply(late, None)
+        assert "cancel_purchase_order" not in allowed(late)
+    WaitForGoods().apply(late, None)
+    assert "cancel_purchase_order" in allowed(late)

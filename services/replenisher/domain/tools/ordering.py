@@ -17,7 +17,7 @@ from replenisher.domain.documents import CancelRequest, OrderAck
 from replenisher.domain.ports import World
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs
-from replenisher.domain.tools.limits import MAX_STATUS_CHECKS
+from replenisher.domain.tools.limits import MAX_CHASES, MAX_GOODS_OVERDUE, MAX_STATUS_CHECKS
 
 
 class PlaceOrderResult(BaseModel):
@@ -156,13 +156,21 @@ class CancelResult(BaseModel):
 class CancelPurchaseOrder(Call[CancelArgs, CancelResult]):
     name = "cancel_purchase_order"
     description = (
-        "Cancel the purchase order (and the order at the supplier, if one may exist). Not once goods have arrived."
+        "Cancel the purchase order. Before it is placed: at any time. Once the supplier holds it: only "
+        "after the supplier failed (goods long overdue, or no word after every chase). Never once goods arrived."
     )
     Args = CancelArgs
     Result = CancelResult
 
     def allowed(self, state: State) -> bool:
-        return not state.is_finished and state.po is not None and state.received_quantity == 0
+        if state.is_finished or state.po is None or state.received_quantity > 0:
+            return False
+        if state.order_status in ("none", "not_found"):
+            return True
+        # A placed order is money committed with the manager's approval: whoever is deciding
+        # (a persuaded model included) may walk away from it only once the supplier has failed.
+        silent = state.supplier_overdue and state.chases >= MAX_CHASES and state.reply is None
+        return state.order_status == "placed" and (state.goods_overdue_count > MAX_GOODS_OVERDUE or silent)
 
     async def execute(self, state: State, args: CancelArgs, world: World) -> CancelResult:
         assert state.po is not None
