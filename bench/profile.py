@@ -34,7 +34,7 @@ GROUPS = [
 ]
 OTHER = "asyncio loop and the rest of the standard library"
 # Threads parked waiting for work: sampled, but not CPU.
-IDLE_LEAVES = ("_worker (concurrent/futures/thread.py:81)",)
+IDLE_LEAVES = ("_worker (concurrent/futures/thread.py:81)", "EpollSelector.select (selectors.py:468)")
 
 
 def frame_file(frame: str) -> str:
@@ -81,39 +81,73 @@ def profile_ours(workdir: Path, say: Callable[[str], None], concurrency: int = 5
     say("profile: our service under py-spy during a throughput run")
     try:
         system.start()
-        return asyncio.run(_profile(system, say, concurrency, count))
+        summary = asyncio.run(_profile(system, say, concurrency, count))
     finally:
         system.stop()
+    suspending = Ours(workdir, inactivity_timeout="1s", name="restate-profile-wake")
+    say("profile: our service under py-spy while suspended runs (K=30) are woken one by one")
+    try:
+        suspending.start()
+        summary["wake"] = asyncio.run(_profile_wake(suspending, say))
+    finally:
+        suspending.stop()
+    return summary
+
+
+async def _sampled(pid: int, raw: Path, rate: int = 200) -> asyncio.subprocess.Process:
+    sampler = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "py-spy"),
+        "record",
+        "--pid",
+        str(pid),
+        "--format",
+        "raw",
+        "--output",
+        str(raw),
+        "--rate",
+        str(rate),
+        "--nonblocking",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    await asyncio.sleep(1.0)  # let py-spy attach
+    return sampler
+
+
+async def _stop(sampler: asyncio.subprocess.Process, raw: Path) -> None:
+    sampler.send_signal(2)  # SIGINT: py-spy writes what it has and exits
+    _, err = await asyncio.wait_for(sampler.communicate(), 30)
+    if not await asyncio.to_thread(raw.exists):
+        raise RuntimeError(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
+
+
+async def _profile_wake(system: Ours, say: Callable[[str], None], runs: int = 150, steps: int = 30) -> dict[str, Any]:
+    assert system.service is not None and system.service.pid is not None
+    raw = system.workdir / "py-spy-wake.txt"
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        driver = Driver(system, session, say)
+        ids = await driver.start_bench_runs(steps, runs, "prof")
+        await driver.wait_bench_ready(ids)
+        await asyncio.sleep(2.5)  # past the inactivity timeout: every run suspended
+        sampler = await _sampled(system.service.pid, raw, rate=1000)
+        woke = await driver.wake(ids)
+        await _stop(sampler, raw)
+    summary = summarise(raw)
+    summary["cpu_ms_per_wake"] = woke["cpu_ms_per_op"]
+    for group, share in summary["share"].items():
+        say(f"  {share * 100:5.1f}%  {group}")
+    return summary
 
 
 async def _profile(system: Ours, say: Callable[[str], None], concurrency: int, count: int) -> dict[str, Any]:
     assert system.service is not None and system.service.pid is not None
     raw = system.workdir / "py-spy.txt"
-    py_spy = Path(sys.executable).parent / "py-spy"
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         driver = Driver(system, session, say)
         await driver.throughput(5, 10, "warm")
-        sampler = await asyncio.create_subprocess_exec(
-            str(py_spy),
-            "record",
-            "--pid",
-            str(system.service.pid),
-            "--format",
-            "raw",
-            "--output",
-            str(raw),
-            "--rate",
-            "200",
-            "--nonblocking",
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        await asyncio.sleep(1.0)  # let py-spy attach
+        sampler = await _sampled(system.service.pid, raw)
         level = await driver.throughput(concurrency, count, "prof")
-        sampler.send_signal(2)  # SIGINT: py-spy writes what it has and exits
-        _, err = await asyncio.wait_for(sampler.communicate(), 30)
-    if not raw.exists():
-        raise RuntimeError(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
+        await _stop(sampler, raw)
     summary = summarise(raw)
     summary["throughput_while_sampled"] = level["per_s"]
     summary["cpu_ms_per_replenishment"] = level["cpu_ms_per_op"]

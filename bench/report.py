@@ -20,6 +20,7 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 FULL_RUN = "30"
 # "Does not grow": under 2 KB of service memory per extra waiting run (20 MB at 10,000).
 FLAT_KB = 2.0
+JUDGE_FLAT_FROM = 1000
 OURS_HOT, OURS_COLD = "restate", "restate-suspending"
 PEERS = ["temporal", "dbos-postgres", "dbos-sqlite", "asyncio"]
 COLORS = {
@@ -138,6 +139,8 @@ def _idle_memory(results: JSON, system: str) -> float | None:
 def _idle_tasks(results: JSON, system: str) -> float | None:
     if system == "restate":
         system = OURS_COLD
+    if system == "temporal":
+        return None  # its workflows run on their own event loops, which this count cannot see
     return tasks_growth((results["systems"].get(system) or {}).get("idle") or [])
 
 
@@ -150,7 +153,9 @@ def tasks_growth(points: list[JSON]) -> float | None:
 
 def _idle_disk(results: JSON, system: str) -> float | None:
     if system == "restate":
-        system = OURS_COLD
+        # RocksDB preallocates its log and keeps new writes in memory: what a few hundred waiting
+        # runs write does not show in the data dir's size within the run.
+        return None
     data = results["systems"].get(system)
     point = idle_last(data) if data else None
     return point["disk_kb_per_run"] if point else None
@@ -197,6 +202,8 @@ def ratio(peer: float | None, ours: float | None) -> str:
         return "n/a"
     if ours == 0:
         return "∞" if peer > 0 else "1x"
+    if ours < 0 or peer < 0:
+        return "n/a"  # memory that shrank over a small range: noise, not a cost to compare
     r = peer / ours
     return f"{r:.2f}x" if r < 0.95 else f"{r:.1f}x" if r < 20 else f"{r:.0f}x"
 
@@ -240,12 +247,14 @@ def targets(results: JSON) -> list[JSON]:
     suspended = results["systems"].get(OURS_COLD, {}).get("idle") or []
     if len(suspended) >= 2:
         growth = growth_kb(suspended[-1], suspended[0], ("service",))
+        tasks = tasks_growth(suspended)
+        most = suspended[-1]["waiting"]
         out.append(
             {
-                "target": f"service memory flat with waiting runs (≤ {FLAT_KB:g} KB per run; measured up to "
-                f"{suspended[-1]['waiting']}, 10,000 in the full run)",
-                "value": f"{fmt(growth)} KB per extra waiting run",
-                "met": growth is not None and growth <= FLAT_KB,
+                "target": f"service memory flat with waiting runs (≤ {FLAT_KB:g} KB per run, measured up to {most})",
+                "value": f"{fmt(growth)} KB and {fmt(tasks)} tasks per extra waiting run",
+                # A few hundred runs move RSS less than the allocator's own noise: judged from 1,000 up.
+                "met": None if most < JUDGE_FLAT_FROM else (growth is not None and growth <= FLAT_KB),
             }
         )
     ours = results["systems"].get("restate")
@@ -262,6 +271,10 @@ def targets(results: JSON) -> list[JSON]:
 
 
 # --- plots -----------------------------------------------------------------------------------
+
+
+def cold_label(label: str, state: str) -> str:
+    return label if not state or state.split(" (")[0] in label else f"{label}: {state}"
 
 
 def plots(results: JSON, out: Path) -> list[Path]:
@@ -300,7 +313,7 @@ def plots(results: JSON, out: Path) -> list[Path]:
                     [metric(series[k]) for k in ks],
                     "o-",
                     color=COLORS.get(name),
-                    label=label(name) + ("" if state == "hot" else f" — {data.get('cold_state', '')}"),
+                    label=label(name) if state == "hot" else cold_label(label(name), data.get("cold_state", "")),
                 )
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -379,7 +392,7 @@ def table(results: JSON) -> str:
     names = ["restate", *[p for p in PEERS if p in results["systems"]]]
     labels = [results["systems"][n]["label"] if n in results["systems"] else n for n in names]
     lines = [
-        f"Figures from **one run** of `make bench{'-quick' if meta['plan']['name'] == 'quick' else ''}` "
+        f"Figures from **one run** of `{meta.get('command', 'python -m bench')}` "
         f"({meta['plan']['name']} plan, {meta['started_at']}) on {hw['cpu']}, {hw['cores']} cores, "
         f"{hw['memory_gb']} GB, {hw['os']}, Python {hw['python']}; a shared machine, so absolute figures are "
         "noise and the ratios, measured side by side in the same run, are the result. "
@@ -399,7 +412,7 @@ def table(results: JSON) -> str:
     lines += profile_table(results)
     lines += ["", "| target (ours) | measured | met |", "|---|---|---|"]
     for t in targets(results):
-        lines.append(f"| {t['target']} | {t['value']} | {'yes' if t['met'] else '**no**'} |")
+        lines.append(f"| {t['target']} | {t['value']} | {verdict(t['met'])} |")
     if results.get("failed"):
         lines += ["", "Could not be measured in this run: " + ", ".join(results["failed"])]
     return "\n".join(lines) + "\n"
@@ -452,8 +465,28 @@ def profile_table(results: JSON) -> list[str]:
         "| layer | share of service CPU |",
         "|---|---|",
     ]
-    lines += [f"| {group} | {share * 100:.0f}% |" for group, share in profile["share"].items()]
+    wake = profile.get("wake") or {}
+    if wake.get("share"):
+        per = wake.get("cpu_ms_per_wake", {})
+        lines[-3] = lines[-3].rstrip(":") + (
+            f"; and while suspended runs with 30 steps are woken one by one, {wake['samples']} samples, "
+            f"service {fmt(per.get('service'), 'ms')} and engine {fmt(per.get('engine'), 'ms')} per wake):"
+        )
+        lines[-2] = "| layer | share of service CPU, replenishing | share, waking |"
+        lines[-1] = "|---|---|---|"
+        lines += [
+            f"| {group} | {share * 100:.0f}% | {wake['share'].get(group, 0) * 100:.0f}% |"
+            for group, share in profile["share"].items()
+        ]
+    else:
+        lines += [f"| {group} | {share * 100:.0f}% |" for group, share in profile["share"].items()]
     return lines
+
+
+def verdict(met: bool | None) -> str:
+    if met is None:
+        return "not judged (too few runs: `make bench`)"
+    return "yes" if met else "**no**"
 
 
 def write_readme(text: str) -> bool:
@@ -478,7 +511,19 @@ def report(results: JSON, out: Path, say: Say) -> None:
     results["targets"] = targets(results)
     say("targets (ours):")
     for t in results["targets"]:
-        say(f"  {'met   ' if t['met'] else 'MISSED'} {t['target']}: {t['value']}")
+        say(f"  {verdict(t['met'])}: {t['target']}: {t['value']}")
     say("ours against each peer (peer's figure as a multiple of ours):")
     for line in ratio_lines(results):
         print(line, flush=True)
+
+
+def main() -> None:
+    """`python -m bench.report`: plots, table and ratios again from bench/results/results.json."""
+    import json
+
+    out = Path(__file__).resolve().parent / "results"
+    report(json.loads((out / "results.json").read_text()), out, print)
+
+
+if __name__ == "__main__":
+    main()

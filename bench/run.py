@@ -113,7 +113,7 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
                 expected = sum(len(ids) for ids in cold_runs.values())
                 if suspended < expected:
                     raise BenchError(f"only {suspended} of {expected} waiting runs suspended")
-                out["cold_state"] = f"suspended (inactivity timeout {SUSPEND_AFTER})"
+                out["cold_state"] = "suspended"
             else:
                 say(f"  {system.name}: restarting the worker")
                 t = time.monotonic()
@@ -200,6 +200,7 @@ def main() -> int:
             "versions": versions(),
             "load_generator": "aiohttp (one session, keep-alive), in the driver process",
             "one_run": True,
+            "command": "python -m bench " + " ".join(sys.argv[1:]),
         },
         "systems": {},
         "failed": {},

@@ -22,13 +22,22 @@ from replenisher.durable.sku_agent import sku_agent
 bench_run = restate.Workflow("BenchRun")
 
 
+# Async, like every step of the real service: the SDK runs a plain function's step on a thread pool.
+async def decide(turn: int) -> dict[str, Any]:
+    return decide_turn(turn)
+
+
+async def stamp() -> float:
+    return woke_at()
+
+
 @bench_run.main()
 async def run(ctx: WorkflowContext, steps: int) -> float:
     for turn in range(steps):
-        await ctx.run_typed(f"decide {turn}", decide_turn, restate.RunOptions(type_hint=dict), turn)
+        await ctx.run_typed(f"decide {turn}", decide, restate.RunOptions(type_hint=dict), turn)
     ctx.set("ready", True)
     await ctx.promise("approval", type_hint=dict).value()
-    return await ctx.run_typed("after approval", woke_at, restate.RunOptions(type_hint=float))
+    return await ctx.run_typed("after approval", stamp, restate.RunOptions(type_hint=float))
 
 
 @bench_run.handler(name="ready")
