@@ -456,30 +456,27 @@ def profile_table(results: JSON) -> list[str]:
     if not profile or not profile.get("share"):
         return []
     cost = profile.get("cpu_ms_per_replenishment", {})
+    wake = profile.get("wake") or {}
+    per_wake = wake.get("cpu_ms_per_wake", {})
     lines = [
         "",
-        f"Where our service's CPU goes (py-spy, {profile['samples']} samples at concurrency 50; "
-        f"per replenishment: service {fmt(cost.get('service'), 'ms')}, engine {fmt(cost.get('engine'), 'ms')}, "
-        f"world {fmt(cost.get('world'), 'ms')}):",
-        "",
-        "| layer | share of service CPU |",
-        "|---|---|",
-    ]
-    wake = profile.get("wake") or {}
-    if wake.get("share"):
-        per = wake.get("cpu_ms_per_wake", {})
-        lines[-3] = lines[-3].rstrip(":") + (
-            f"; and while suspended runs with 30 steps are woken one by one, {wake['samples']} samples, "
-            f"service {fmt(per.get('service'), 'ms')} and engine {fmt(per.get('engine'), 'ms')} per wake):"
+        f"Where our service's CPU goes (py-spy): replenishing at concurrency 50 ({profile['samples']} samples; "
+        f"per replenishment service {fmt(cost.get('service'), 'ms')}, engine {fmt(cost.get('engine'), 'ms')}, "
+        f"world {fmt(cost.get('world'), 'ms')})"
+        + (
+            f", and waking suspended runs with 30 steps one by one ({wake['samples']} samples; per wake service "
+            f"{fmt(per_wake.get('service'), 'ms')}, engine {fmt(per_wake.get('engine'), 'ms')})"
+            if wake.get("share")
+            else ""
         )
-        lines[-2] = "| layer | share of service CPU, replenishing | share, waking |"
-        lines[-1] = "|---|---|---|"
-        lines += [
-            f"| {group} | {share * 100:.0f}% | {wake['share'].get(group, 0) * 100:.0f}% |"
-            for group, share in profile["share"].items()
-        ]
-    else:
-        lines += [f"| {group} | {share * 100:.0f}% |" for group, share in profile["share"].items()]
+        + ":",
+        "",
+        "| layer | replenishing | waking |",
+        "|---|---|---|",
+    ]
+    for group, share in profile["share"].items():
+        waking = f"{wake['share'].get(group, 0) * 100:.0f}%" if wake.get("share") else "n/a"
+        lines.append(f"| {group} | {share * 100:.0f}% | {waking} |")
     return lines
 
 
@@ -501,12 +498,12 @@ def write_readme(text: str) -> bool:
     return True
 
 
-def report(results: JSON, out: Path, say: Say) -> None:
+def report(results: JSON, out: Path, say: Say, readme: bool = True) -> None:
     for path in plots(results, out):
         say(f"plot: {path}")
     text = table(results)
     (out / "table.md").write_text(text)
-    if write_readme(text):
+    if readme and write_readme(text):
         say(f"table written into {README}")
     results["targets"] = targets(results)
     say("targets (ours):")

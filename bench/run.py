@@ -190,7 +190,10 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the systems' data and logs")
     options = parser.parse_args()
     plan = PLANS["smoke" if options.smoke else "quick" if options.quick else "full"]
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    # Only a run of every system speaks for the comparison: a subset goes aside and leaves the README alone.
+    complete = set(options.systems) == set(SYSTEM_NAMES)
+    out = RESULTS if complete else RESULTS / "partial"
+    out.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="replenisher-bench-"))
     results: dict[str, Any] = {
         "meta": {
@@ -228,8 +231,8 @@ def main() -> int:
     results["meta"]["duration_s"] = round(time.monotonic() - started, 1)
     from bench.report import report
 
-    (RESULTS / "results.json").write_text(json.dumps(results, indent=2))
-    report(results, RESULTS, say)
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    report(results, out, say, readme=complete)
     if options.keep:
         say(f"data and logs kept in {workdir}")
     else:
