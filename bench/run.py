@@ -103,6 +103,9 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
         for ids in [*hot_runs.values(), *cold_runs.values()]:
             await driver.wait_bench_ready(ids)
         for steps, ids in hot_runs.items():
+            if isinstance(system, Ours) and await driver.suspended_count():
+                # Runs that waited past the one-minute inactivity timeout are no longer hot.
+                raise BenchError(f"runs with {steps} steps suspended before their hot wake: a slower machine")
             result = await driver.wake(ids)
             wake["hot"][str(steps)] = result
             say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
