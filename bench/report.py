@@ -120,6 +120,22 @@ def _cpu_per_replenishment(results: JSON, system: str) -> float | None:
     return cpu(level) if level else None
 
 
+def _overhead_per_step(metric: Callable[[JSON], float], concurrency: int) -> Callable[[JSON, str], float | None]:
+    """What durability adds per turn of the loop: the system's figure less the asyncio floor's, per turn."""
+
+    def value(results: JSON, system: str) -> float | None:
+        floor = results["systems"].get("asyncio")
+        data = results["systems"].get(system)
+        if system == "asyncio" or not floor or not data:
+            return None
+        ours, base = level_at(data, concurrency), level_at(floor, concurrency)
+        if not ours or not base:
+            return None
+        return (metric(ours) - metric(base)) / ours["turns"]
+
+    return value
+
+
 def _latency_c1(results: JSON, system: str) -> float | None:
     data = results["systems"].get(system)
     level = level_at(data, 1) if data else None
@@ -183,6 +199,12 @@ METRICS: list[tuple[str, str, Callable[[JSON, str], float | None]]] = [
     ("full replenishments per second (best concurrency)", "/s", _throughput),
     ("CPU per replenishment (service+engine) at concurrency 10", "ms", _cpu_per_replenishment),
     ("replenishment latency p50 at concurrency 1", "ms", _latency_c1),
+    ("durability's CPU per turn over the floor (concurrency 10)", "ms", _overhead_per_step(cpu, 10)),
+    (
+        "durability's latency per turn over the floor (concurrency 1)",
+        "ms",
+        _overhead_per_step(lambda lv: lv["latency"]["p50_ms"], 1),
+    ),
 ]
 
 
