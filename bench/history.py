@@ -19,14 +19,10 @@ from pathlib import Path
 
 import httpx
 
+from bench.own_stack import start_own_stack
 from replenisher.domain.sku import RECENT_OUTCOMES
-from replenisher.stack.admin import register_deployment, sql
-from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import HypercornApp
-from replenisher.stack.runtime import BinaryRuntime
+from replenisher.stack.admin import sql
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DAY_SECONDS = 0.01
 
 
@@ -114,46 +110,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     base = Path(tempfile.mkdtemp(prefix="replenisher-history-"))
-    restate = BinaryRuntime(
-        RestatePorts.free(), base / "data", {}, log_path=base / "restate.log", config_file=REPO_ROOT / "restate.toml"
-    )
-    restate.start()
-    restate.wait_ready()
-    day = f"{DAY_SECONDS:g}"
-    world = HypercornApp(
-        WORLD_APP,
-        free_port(),
-        {"WORLD_INGRESS_URL": restate.ingress_url, "WORLD_DAY_SECONDS": day},
-        name="world",
-        log_path=base / "world.log",
-    )
     # Days are a hundredth of a second here; the waits must not time out on machine hiccups.
     long_wait = str(int(60 / DAY_SECONDS))
-    service_env = {
-        "REPLENISHER_DAY_SECONDS": day,
-        "REPLENISHER_WORLD_URL": world.url,
+    waits = {
         "REPLENISHER_APPROVAL_WAIT_DAYS": long_wait,
         "REPLENISHER_REPLY_WAIT_DAYS": long_wait,
         "REPLENISHER_GOODS_GRACE_DAYS": long_wait,
     }
-    service = HypercornApp(SERVICE_APP, free_port(), service_env, name="replenisher", log_path=base / "service.log")
+    stack = start_own_stack(base, DAY_SECONDS, waits)
     history = History()
     try:
-        world.start()
-        world.wait_ready()
-        service.start()
-        service.wait_ready()
-        register_deployment(restate.admin_url, restate.deployment_uri(service.port))
         with (
-            httpx.Client(base_url=restate.ingress_url, timeout=30) as ingress,
-            httpx.Client(base_url=world.url, timeout=30) as world_client,
+            httpx.Client(base_url=stack.restate.ingress_url, timeout=30) as ingress,
+            httpx.Client(base_url=stack.world.url, timeout=30) as world_client,
         ):
             arrange(world_client, "HIST-1", "hist-supplier")
-            drive(ingress, restate.admin_url, "HIST-1", args.runs, args.every, history)
+            drive(ingress, stack.restate.admin_url, "HIST-1", args.runs, args.every, history)
     finally:
-        service.stop()
-        world.stop()
-        restate.stop()
+        stack.stop()
     first, last = history.samples[0], history.samples[-1]
     # The record is full (capped outcome list) from RECENT_OUTCOMES runs on: compare with that too.
     full = next((x for x in history.samples if x.runs >= RECENT_OUTCOMES), first)

@@ -32,52 +32,15 @@ from typing import Any
 
 import httpx
 
+from bench.own_stack import OwnStack, start_own_stack
 from replenisher.domain.sku import RECENT_OUTCOMES, SkuRecord
-from replenisher.stack.admin import register_deployment
-from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import HypercornApp
-from replenisher.stack.runtime import BinaryRuntime
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DAY_SECONDS = 0.1
 SUPPLIERS = ("north", "south", "east")
 
 
-@dataclass
-class Stack:
-    restate: BinaryRuntime
-    world: HypercornApp
-    service: HypercornApp
-
-    def stop(self) -> None:
-        for process in (self.service, self.world, self.restate):
-            process.stop()
-
-
-def start_stack(base: Path) -> Stack:
-    restate = BinaryRuntime(
-        RestatePorts.free(),
-        base / "restate-data",
-        {"RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL": "1s"},
-        log_path=base / "restate.log",
-        config_file=REPO_ROOT / "restate.toml",
-    )
-    restate.start()
-    restate.wait_ready()
-    day = f"{DAY_SECONDS:g}"
-    world = HypercornApp(
-        WORLD_APP,
-        free_port(),
-        {"WORLD_INGRESS_URL": restate.ingress_url, "WORLD_DAY_SECONDS": day},
-        name="world",
-        log_path=base / "world.log",
-    )
-    world.start()
-    world.wait_ready()
+def start_stack(base: Path) -> OwnStack:
     service_env = {
-        "REPLENISHER_WORLD_URL": world.url,
-        "REPLENISHER_DAY_SECONDS": day,
         "REPLENISHER_STEP_INITIAL_RETRY_MS": "100",
         "REPLENISHER_STEP_MAX_RETRY_MS": "1000",
         "REPLENISHER_STEP_MAX_ATTEMPTS": "4",
@@ -88,11 +51,7 @@ def start_stack(base: Path) -> Stack:
         "REPLENISHER_REPLY_WAIT_DAYS": "30",
         "REPLENISHER_GOODS_GRACE_DAYS": "30",
     }
-    service = HypercornApp(SERVICE_APP, free_port(), service_env, name="replenisher", log_path=base / "service.log")
-    service.start()
-    service.wait_ready()
-    register_deployment(restate.admin_url, restate.deployment_uri(service.port))
-    return Stack(restate, world, service)
+    return start_own_stack(base, DAY_SECONDS, service_env, {"RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL": "1s"})
 
 
 def seed_world(client: httpx.Client, world: str, skus: list[str], rng: random.Random) -> None:
@@ -118,7 +77,7 @@ FAULTS = ["kill service", "kill restate", "supplier down", "answer lost", "down 
 FAULTS += ["quiet", "price rise"]
 
 
-def do_damage(stack: Stack, client: httpx.Client, rng: random.Random) -> str:
+def do_damage(stack: OwnStack, client: httpx.Client, rng: random.Random) -> str:
     fault = rng.choice(FAULTS)
     supplier = rng.choice(SUPPLIERS)
     world = stack.world.url
@@ -171,7 +130,7 @@ class Verdict:
         )
 
 
-def audit(stack: Stack, client: httpx.Client, skus: list[str], faults: int) -> Verdict:
+def audit(stack: OwnStack, client: httpx.Client, skus: list[str], faults: int) -> Verdict:
     ingress, world = stack.restate.ingress_url, stack.world.url
     agents = records(client, ingress, skus)
     orders = client.get(f"{world}/admin/orders").json()["orders"]
@@ -249,7 +208,7 @@ def audit(stack: Stack, client: httpx.Client, skus: list[str], faults: int) -> V
     return Verdict(runs, faults, duplicates, lost, stuck, problems)
 
 
-def settle(stack: Stack, client: httpx.Client, skus: list[str], timeout: float) -> None:
+def settle(stack: OwnStack, client: httpx.Client, skus: list[str], timeout: float) -> None:
     """No more damage: suppliers behave, watching stops, running replenishments finish."""
     ingress, world = stack.restate.ingress_url, stack.world.url
     for supplier in SUPPLIERS:

@@ -12,6 +12,7 @@ Runtime: the pinned restate-server binary (installed by `ensure_restate`) unless
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
@@ -154,3 +156,15 @@ def pytest_runtest_makereport(
             if name in used:
                 report.sections.append((f"{name}: end of {process.log_path}", process.log_tail()))
     return report
+
+
+@pytest.fixture
+def scenario(
+    service: RegisteredService,
+    ingress: httpx.AsyncClient,
+    world_client: httpx.AsyncClient,
+    request: pytest.FixtureRequest,
+) -> Scenario:
+    """A test's own SKU and supplier in the session's world (see tests/e2e/scenario.py)."""
+    name = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name.removeprefix("test_"))[:24].strip("-")
+    return Scenario(ingress, world_client, name)

@@ -44,6 +44,21 @@ RESTATE_TEST_ENV: dict[str, str] = {
 }
 
 
+# The tools of an undisturbed replenishment, in order: the purchasing process as the agent runs it.
+HAPPY_PATH = [
+    "get_quotes",
+    "draft_purchase_order",
+    "request_approval",
+    "wait_for_approval",
+    "place_order",
+    "wait_for_supplier_reply",
+    "read_supplier_reply",
+    "wait_for_goods",
+    "close_purchase_order",
+    "done",
+]
+
+
 def days(n: float) -> float:
     """Seconds of wall-clock time for `n` business days in the tests."""
     return n * TEST_DAY_SECONDS

@@ -18,6 +18,7 @@ from replenisher.domain.tools.limits import MAX_TURNS
 from replenisher.domain.tools.ordering import CancelResult, OrderStatusResult, PlaceOrderResult
 from replenisher.domain.tools.quoting import DraftResult, QuotesResult
 from replenisher.domain.tools.supplier import ChaseResult, extract_reply_facts
+from support import HAPPY_PATH
 
 Script = dict[str, Callable[[State, Any], Any]]
 
@@ -97,18 +98,7 @@ def drive(script: Script, state: State | None = None) -> tuple[State, list[str]]
 
 def test_happy_path_reads_as_the_purchasing_process() -> None:
     state, used = drive(results())
-    assert used == [
-        "get_quotes",
-        "draft_purchase_order",
-        "request_approval",
-        "wait_for_approval",
-        "place_order",
-        "wait_for_supplier_reply",
-        "read_supplier_reply",
-        "wait_for_goods",
-        "close_purchase_order",
-        "done",
-    ]
+    assert used == HAPPY_PATH
     assert outcome_of(state)[0] == "received"
     assert state.po is not None and state.po.supplier == "acme"  # the cheapest quote
 

@@ -20,22 +20,10 @@ import pytest
 
 from e2e.crash_table import ROWS
 from e2e.scenario import Scenario
-from support import CRASH_POINTS, DECISION_LOG, RegisteredService, eventually
+from support import CRASH_POINTS, DECISION_LOG, HAPPY_PATH, RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
 
-HAPPY_PATH = [
-    "get_quotes",
-    "draft_purchase_order",
-    "request_approval",
-    "wait_for_approval",
-    "place_order",
-    "wait_for_supplier_reply",
-    "read_supplier_reply",
-    "wait_for_goods",
-    "close_purchase_order",
-    "done",
-]
 STEPS = ["get_quotes", "draft_purchase_order", "request_approval", "place_order", "read_supplier_reply"]
 STEPS += ["close_purchase_order"]
 DECISIONS = ["decide 0", "decide 4"]  # the first decision, and the one that chooses to place the order

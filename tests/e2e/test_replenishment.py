@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from e2e.scenario import Scenario
-from support import eventually
+from support import HAPPY_PATH, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -32,18 +32,7 @@ async def test_happy_path_ends_received_with_one_order_and_stock_booked_in(scena
 
     view = await scenario.run_view(run_id)
     tools = [turn["tool"] for turn in view["state"]["history"]]
-    assert tools == [
-        "get_quotes",
-        "draft_purchase_order",
-        "request_approval",
-        "wait_for_approval",
-        "place_order",
-        "wait_for_supplier_reply",
-        "read_supplier_reply",
-        "wait_for_goods",
-        "close_purchase_order",
-        "done",
-    ]
+    assert tools == HAPPY_PATH
 
 
 async def test_manager_rejects_and_nothing_is_ordered(scenario: Scenario) -> None:

@@ -8,22 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import pytest_asyncio
 from operator_support import Cli, CliResult
 
-from e2e.scenario import Scenario
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import RestateRuntime
-from support import REPO_ROOT, RegisteredService
+from support import REPO_ROOT
 
 CHROMIUM = os.environ.get("REPLENISHER_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -37,17 +34,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = REPO_ROOT / "tests" / "artifacts" / "operator"
-
-
-@pytest.fixture
-def scenario(
-    service: RegisteredService,
-    ingress: httpx.AsyncClient,
-    world_client: httpx.AsyncClient,
-    request: pytest.FixtureRequest,
-) -> Scenario:
-    name = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name.removeprefix("test_"))[:20].strip("-")
-    return Scenario(ingress, world_client, name)
 
 
 @pytest.fixture(scope="session")

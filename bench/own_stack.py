@@ -1,0 +1,64 @@
+"""A stack of its own for a bench script: restate-server, the world and the service on free ports."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from replenisher.stack.admin import register_deployment
+from replenisher.stack.local import SERVICE_APP, WORLD_APP
+from replenisher.stack.ports import RestatePorts, free_port
+from replenisher.stack.processes import HypercornApp, ManagedProcess
+from replenisher.stack.runtime import BinaryRuntime
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class OwnStack:
+    restate: BinaryRuntime
+    world: HypercornApp
+    service: HypercornApp
+
+    def stop(self) -> None:
+        for process in (self.service, self.world, self.restate):
+            process.stop()
+
+
+def start_own_stack(
+    base: Path,
+    day_seconds: float,
+    service_env: Mapping[str, str],
+    restate_env: Mapping[str, str] | None = None,
+) -> OwnStack:
+    """Everything up and the service registered; whatever started is stopped again if a part fails."""
+    started: list[ManagedProcess] = []
+
+    def up(process: ManagedProcess) -> None:
+        process.start()
+        started.append(process)
+        process.wait_ready()
+
+    day = f"{day_seconds:g}"
+    restate = BinaryRuntime(
+        RestatePorts.free(),
+        base / "restate-data",
+        dict(restate_env or {}),
+        log_path=base / "restate.log",
+        config_file=REPO_ROOT / "restate.toml",
+    )
+    try:
+        up(restate)
+        world_env = {"WORLD_INGRESS_URL": restate.ingress_url, "WORLD_DAY_SECONDS": day}
+        world = HypercornApp(WORLD_APP, free_port(), world_env, name="world", log_path=base / "world.log")
+        up(world)
+        env = {"REPLENISHER_WORLD_URL": world.url, "REPLENISHER_DAY_SECONDS": day, **service_env}
+        service = HypercornApp(SERVICE_APP, free_port(), env, name="replenisher", log_path=base / "service.log")
+        up(service)
+        register_deployment(restate.admin_url, restate.deployment_uri(service.port))
+    except BaseException:
+        for process in reversed(started):
+            process.stop()
+        raise
+    return OwnStack(restate, world, service)
