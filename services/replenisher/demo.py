@@ -184,15 +184,21 @@ def faults_survived(client: httpx.Client, world_url: str) -> str:
     calls = client.get(f"{world_url}/admin/calls").json()["calls"]
     orders = client.get(f"{world_url}/admin/orders").json()["orders"]
     refused = sum(1 for c in calls if c["service"] == "supplier" and c["status"] >= 500)
-    resent = sum(1 for o in orders if o["submissions"] > 1)
+    held = {(o["supplier"], o["po_number"]) for o in orders}
+    # An order whose answer was lost: the POST failed, yet the supplier holds the PO.
+    lost = {
+        (c["supplier"], c["po_number"])
+        for c in calls
+        if c["op"] == "place_order" and c["status"] >= 500 and (c["supplier"], c["po_number"]) in held
+    }
     chases = sum(1 for c in calls if c["op"] == "chase")
     per_po: dict[tuple[str, str], int] = {}
     for order in orders:
         key = (order["supplier"], order["po_number"])
         per_po[key] = per_po.get(key, 0) + 1
     return (
-        f"Faults met: {refused} supplier calls failed and were retried; {resent} orders were sent again after "
-        f"their answer was lost; {chases} chases after a supplier went quiet. "
+        f"Faults met: {refused} supplier calls failed and were retried; {len(lost)} orders were taken but "
+        f"their answer lost, and found again by PO number; {chases} chases after a supplier went quiet. "
         f"Orders held by suppliers: {len(orders)}, at most {max(per_po.values(), default=0)} per PO."
     )
 
