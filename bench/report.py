@@ -347,62 +347,56 @@ def plots(results: JSON, out: Path) -> list[Path]:
         axes[0].set_ylabel(ylabel)
         save(fig, fname)
 
-    # Idle cost: memory and wake-of-one against the number waiting.
-    for metric, ylabel, fname, logy in (
-        (
-            lambda p: (mem(p, "service") or 0) + (mem(p, "engine") or 0),
-            "memory, service + engine (MB, PSS)",
-            "idle_memory.png",
-            False,
-        ),
-        (lambda p: p["wake_one"]["latency"]["p50_ms"], "wake of one, p50 (ms)", "idle_wake.png", True),
-        (lambda p: p["tasks_per_run"], "asyncio tasks held per waiting run", "idle_tasks.png", False),
-    ):
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        for name, data in systems.items():
-            points = data.get("idle") or []
-            if points:
-                ax.plot(
-                    [p["waiting"] for p in points],
-                    [metric(p) for p in points],
-                    "o-",
-                    color=COLORS.get(name),
-                    label=label(name),
-                )
-        ax.set_xscale("log")
-        if logy:
-            ax.set_yscale("log")
-        ax.set_xlabel("replenishments waiting for approval")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        save(fig, fname)
+    def curves(series_of: Callable[[dict[str, Any]], list[dict[str, Any]]], x: str, xlabel: str, plots: Any) -> None:
+        """One chart per metric: every system's points of `series_of(data)`, `x` against the metric."""
+        for metric, ylabel, fname, logy in plots:
+            fig, ax = plt.subplots(figsize=(8, 4.5))
+            for name, data in systems.items():
+                points = series_of(data)
+                if points:
+                    ax.plot(
+                        [p[x] for p in points],
+                        [metric(p) for p in points],
+                        "o-",
+                        color=COLORS.get(name),
+                        label=label(name),
+                    )
+            ax.set_xscale("log")
+            if logy:
+                ax.set_yscale("log")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+            save(fig, fname)
 
+    # Idle cost: memory and wake-of-one against the number waiting.
+    curves(
+        lambda data: data.get("idle") or [],
+        "waiting",
+        "replenishments waiting for approval",
+        (
+            (
+                lambda p: (mem(p, "service") or 0) + (mem(p, "engine") or 0),
+                "memory, service + engine (MB, PSS)",
+                "idle_memory.png",
+                False,
+            ),
+            (lambda p: p["wake_one"]["latency"]["p50_ms"], "wake of one, p50 (ms)", "idle_wake.png", True),
+            (lambda p: p["tasks_per_run"], "asyncio tasks held per waiting run", "idle_tasks.png", False),
+        ),
+    )
     # Throughput: rate, latency and CPU per replenishment against concurrency.
-    for metric, ylabel, fname, logy in (
-        (lambda lv: lv["per_s"], "full replenishments per second", "throughput.png", False),
-        (lambda lv: lv["latency"]["p50_ms"], "replenishment latency p50 (ms)", "throughput_latency.png", True),
-        (lambda lv: cpu(lv), "CPU per replenishment, service + engine (ms)", "cpu_per_replenishment.png", True),
-    ):
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        for name, data in systems.items():
-            levels = data.get("throughput") or []
-            if levels:
-                ax.plot(
-                    [lv["concurrency"] for lv in levels],
-                    [metric(lv) for lv in levels],
-                    "o-",
-                    color=COLORS.get(name),
-                    label=label(name),
-                )
-        ax.set_xscale("log")
-        if logy:
-            ax.set_yscale("log")
-        ax.set_xlabel("concurrent replenishments (load generator)")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        save(fig, fname)
+    curves(
+        lambda data: data.get("throughput") or [],
+        "concurrency",
+        "concurrent replenishments (load generator)",
+        (
+            (lambda lv: lv["per_s"], "full replenishments per second", "throughput.png", False),
+            (lambda lv: lv["latency"]["p50_ms"], "replenishment latency p50 (ms)", "throughput_latency.png", True),
+            (lambda lv: cpu(lv), "CPU per replenishment, service + engine (ms)", "cpu_per_replenishment.png", True),
+        ),
+    )
     return written
 
 
