@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -23,6 +22,8 @@ import httpx
 import pytest
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
+
+from support import eventually  # re-exported for the world's tests
 
 DAY_SECONDS = 0.2
 """Short enough that a 'day' passes quickly, long enough that ordering of plans is stable."""
@@ -34,20 +35,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-async def eventually(
-    condition: Callable[[], Awaitable[Any]], *, within: float = 10.0, interval: float = 0.02, what: str = ""
-) -> Any:
-    """Poll until `condition` returns something truthy; fail with `what` after `within` seconds."""
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        result = await condition()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            pytest.fail(f"timed out after {within}s waiting for {what or condition}")
-        await asyncio.sleep(interval)
 
 
 # --- the world as a subprocess ---------------------------------------------------------
@@ -118,7 +105,7 @@ async def launch_world(log_dir: Path, *, ingress_url: str, day_seconds: float = 
             except httpx.TransportError:
                 return False
 
-        await eventually(healthy, within=STARTUP_TIMEOUT, interval=0.05, what="the world to answer /health")
+        await eventually(healthy, timeout=STARTUP_TIMEOUT, interval=0.05, what="the world to answer /health")
     return world
 
 
@@ -222,7 +209,7 @@ async def start_ingress(port: int | None = None) -> RunningIngress:
             except httpx.TransportError:
                 return False
 
-        await eventually(up, within=STARTUP_TIMEOUT, what="the fake ingress")
+        await eventually(up, timeout=STARTUP_TIMEOUT, what="the fake ingress")
     return RunningIngress(ingress, stop, task)
 
 

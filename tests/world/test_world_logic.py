@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 import pytest
 from pydantic import ValidationError
@@ -21,6 +19,7 @@ from simulated_world.routing import Router, split_path
 from simulated_world.scheduler import Scheduler
 from simulated_world.settings import WorldSettings
 from simulated_world.suppliers import Supplier, SupplierSetup, drift_factor, split_quantity, unit_price
+from support import eventually
 
 DAY = 10.0
 
@@ -291,10 +290,12 @@ async def test_messenger_retries_5xx_in_order_and_gives_up_only_on_4xx() -> None
         messenger = Messenger("http://ingress/", client, scheduler, clock, first_backoff=0.001, max_backoff=0.01)
         for n, po in ((1, "PO-1"), (2, "PO-1"), (1, "PO-2")):
             messenger.push("SKU-1", "goods", GoodsReceipt(receipt_id=f"r{n}", po_number=po, sku="SKU-1", quantity=1))
-        deadline = asyncio.get_running_loop().time() + 5
-        while any(m.status == "pending" for m in messenger.find(MessageFilter())):
-            assert asyncio.get_running_loop().time() < deadline, messenger.find(MessageFilter())
-            await asyncio.sleep(0.005)
+        await eventually(
+            lambda: all(m.status != "pending" for m in messenger.find(MessageFilter())),
+            timeout=5,
+            interval=0.005,
+            what="every push to be delivered or rejected",
+        )
         await scheduler.aclose()
     assert [key for _, key in seen] == ["world-goods-PO-1-1"] * 3 + ["world-goods-PO-1-2", "world-goods-PO-2-1"]
     assert {path for path, _ in seen} == {"/SkuAgent/SKU-1/deliver"}
