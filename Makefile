@@ -1,6 +1,7 @@
 # A fresh machine needs python3 (with venv and pip), node/npm and make; nothing else.
 #   make setup   .venv with the project and dev tools, plus the pinned Restate binaries
-#   make test    the whole test suite (starts real restate-server / hypercorn processes)
+#   make test    the whole test suite (starts real restate-server / hypercorn processes); on
+#                first use it installs Debian's chromium for the browser test (apt-get, root or sudo)
 #   make up      the local stack on :8080 (ingress) :9070 (admin) :9080 (service) :9100 (world)
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
 #   make console the manager's web console on :8090, over the running stack
@@ -25,7 +26,7 @@ REPLAY ?= 1
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate demo test soak injection up down status console lint clean bench bench-quick bench-setup \
+.PHONY: setup restate test-deps demo test soak injection up down status console lint clean bench bench-quick bench-setup \
 	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
@@ -44,8 +45,14 @@ restate: $(INSTALLED)
 demo: setup
 	$(BIN)/replenisher demo
 
+# The console's browser test drives Debian's chromium (the path its fixture launches):
+# installed through apt-get when missing, as root or with sudo (scripts/apt-ensure says how).
+CHROMIUM ?= $(or $(REPLENISHER_TEST_CHROMIUM),/usr/bin/chromium)
+test-deps:
+	@scripts/apt-ensure chromium 'test -x $(CHROMIUM)'
+
 # pytest exits 5 when it collected nothing; say so, and fail, rather than pass quietly.
-test: setup
+test: setup test-deps
 	@$(BIN)/pytest -q -ra $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; \
 	exit $$status
@@ -100,7 +107,7 @@ lint: $(INSTALLED)
 	$(BIN)/ruff format --check .
 
 # The peers (Temporal, DBOS) and the measuring tools come from the `bench` extra; DBOS needs
-# PostgreSQL's server binaries, installed from Debian's packages when missing and run as root.
+# PostgreSQL's server binaries, installed from Debian's packages when missing (as root or with sudo).
 BENCH_INSTALLED := $(VENV)/.installed-bench
 
 $(BENCH_INSTALLED): pyproject.toml | $(INSTALLED)
@@ -108,10 +115,7 @@ $(BENCH_INSTALLED): pyproject.toml | $(INSTALLED)
 	touch $@
 
 bench-setup: $(BENCH_INSTALLED) restate
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
-	  else echo "error: PostgreSQL server binaries needed: sudo apt-get install -y postgresql" >&2; exit 1; fi; }
+	@scripts/apt-ensure postgresql 'ls /usr/lib/postgresql/*/bin/initdb'
 
 bench: bench-setup
 	$(BIN)/python -m bench --profile

@@ -94,7 +94,7 @@ async def browser() -> AsyncIterator[Any]:
 
     if not chromium_installed():
         pytest.fail(
-            f"no Chromium at {CHROMIUM}: install Debian's package (apt-get install chromium) as .ci/run does",
+            f"no Chromium at {CHROMIUM}: `make test` installs Debian's package (apt-get install chromium)",
             pytrace=False,
         )
     async with async_playwright() as playwright:
