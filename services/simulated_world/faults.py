@@ -6,7 +6,71 @@ exactly N, whatever else the caller does in between.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+CRAFTED_TEXT_LIMIT = 100_000
+"""Crafted identifiers may be far longer than any honest one (that is the point); this only keeps
+the world's own memory bounded."""
+
+
+def _capped(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > CRAFTED_TEXT_LIMIT:
+        raise ValueError(f"a crafted field is limited to {CRAFTED_TEXT_LIMIT} characters")
+    return value
+
+
+CraftedText = Annotated[Any, AfterValidator(_capped)]
+"""A crafted field is sent as given (any JSON value): the agent must cope with what a hostile
+supplier could really send, not only with well-typed lies."""
+
+
+class QuoteOverride(BaseModel):
+    """Fields that replace those of every quote the supplier gives while the override is set.
+
+    Only the fields sent are replaced; each is sent as given, unvalidated (a 10,000-character
+    `quote_id`, a negative `quantity`, a `supplier` naming another supplier all go out as is).
+    `valid_until_offset_days` sets `valid_until` to the world's now plus that many world days
+    (negative: already expired). Cleared with `{"quote_override": null}` or DELETE.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    quote_id: CraftedText = None
+    supplier: CraftedText = None
+    sku: CraftedText = None
+    quantity: CraftedText = None
+    unit_price: CraftedText = None
+    valid_until_offset_days: float | None = Field(default=None, ge=-100_000, le=100_000)
+    lead_days: CraftedText = None
+
+    def apply(self, quote: dict[str, Any], now: float, day_seconds: float) -> dict[str, Any]:
+        crafted = {**quote, **self.model_dump(exclude_unset=True, exclude={"valid_until_offset_days"})}
+        if self.valid_until_offset_days is not None:
+            crafted["valid_until"] = now + self.valid_until_offset_days * day_seconds
+        return crafted
+
+
+class AckOverride(BaseModel):
+    """Fields that replace those of every order acknowledgement the supplier sends while set:
+    the answer to placing an order (first or repeated submission) and to looking one up by PO
+    number. The order the supplier holds keeps the PO's real terms (and ships them); only what it
+    says changes. Each field is sent as given, unvalidated. Cleared with `{"ack_override": null}`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    order_id: CraftedText = None
+    po_number: CraftedText = None
+    supplier: CraftedText = None
+    sku: CraftedText = None
+    quantity: CraftedText = None
+    unit_price: CraftedText = None
+    accepted_at: CraftedText = None
+
+    def apply(self, ack: dict[str, Any]) -> dict[str, Any]:
+        return {**ack, **self.model_dump(exclude_unset=True)}
 
 
 class SupplierFaults(BaseModel):
@@ -28,9 +92,18 @@ class SupplierFaults(BaseModel):
     price_rise_pct: float = Field(default=0.0, gt=-100, le=10_000)
     reply_text: str | None = Field(default=None, max_length=20_000)
     """The next reply carries this text instead of the usual one: how poisoned emails arrive."""
+    quote_override: QuoteOverride | None = None
+    """While set, every quote this supplier gives has these fields replaced (see QuoteOverride)."""
+    ack_override: AckOverride | None = None
+    """While set, every order acknowledgement and order lookup of this supplier has these fields
+    replaced (see AckOverride); the order itself keeps the PO's terms."""
+    delivery_days: float | None = Field(default=None, ge=0, le=100_000)
+    """While set, every reply (confirmation or answer to a chase) states delivery in this many days
+    instead of the real plan; the shipments keep their real schedule."""
 
     def merged(self, update: SupplierFaults) -> SupplierFaults:
-        return self.model_copy(update=update.model_dump(exclude_unset=True))
+        # The sent fields themselves (not dumped to dicts), so a nested override stays a model.
+        return self.model_copy(update={name: getattr(update, name) for name in update.model_fields_set})
 
     def take_down_call(self) -> bool:
         if self.down_calls > 0:

@@ -211,15 +211,24 @@ class Supplier:
 
 
 def reply_text(
-    supplier: Supplier, order: SupplierOrder, cause: Literal["order", "chase"], now: float, day_seconds: float
+    supplier: Supplier,
+    order: SupplierOrder,
+    cause: Literal["order", "chase"],
+    now: float,
+    day_seconds: float,
+    stated_days: float | None = None,
 ) -> str:
-    """The plain email a supplier sends about an order: what it confirms and when goods come."""
+    """The plain email a supplier sends about an order: what it confirms and when goods come.
+
+    `stated_days` (the `delivery_days` fault) replaces the delivery the plan would state: a
+    supplier may promise anything, the shipments still follow the plan.
+    """
     po = order.order
     pending = [s for s in order.shipments if s.status == "scheduled"]
     if order.cancelled:
         status = "This order was cancelled at your request; nothing further will ship."
     elif pending:
-        days = max(0.0, (pending[-1].due_at - now) / day_seconds)
+        days = stated_days if stated_days is not None else max(0.0, (pending[-1].due_at - now) / day_seconds)
         parts = f" in {len(pending)} shipments" if len(pending) > 1 else ""
         status = f"Expected delivery in {days:.1f} days{parts}."
     else:

@@ -7,6 +7,8 @@ answers 503 before it looks at the request, and a refused request changes nothin
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
 from replenisher.domain.documents import (
@@ -117,15 +119,27 @@ class SimulatedWorld:
         now = self.clock.now()
         return now, self.clock.day_number(now), self.faults.of(supplier_id).price_rise_pct
 
-    def quote(self, supplier: Supplier, request: QuoteRequest) -> Quote:
+    def quote(self, supplier: Supplier, request: QuoteRequest) -> Quote | dict[str, Any]:
+        """The quote, or what a faulty supplier sends instead (crafted fields, unvalidated)."""
         now, day, rise = self._price_inputs(supplier.id)
-        return supplier.quote(request, now, day, rise, self.clock.day_seconds)
+        quote = supplier.quote(request, now, day, rise, self.clock.day_seconds)
+        override = self.faults.of(supplier.id).quote_override
+        if override is None:
+            return quote
+        return override.apply(quote.model_dump(mode="json"), now, self.clock.day_seconds)
+
+    def _as_said(self, supplier: Supplier, ack: OrderAck) -> OrderAck | dict[str, Any]:
+        """An acknowledgement as the supplier states it: the true one unless an override is set."""
+        override = self.faults.of(supplier.id).ack_override
+        return ack if override is None else override.apply(ack.model_dump(mode="json"))
 
     def live_price(self, supplier: Supplier, sku: str) -> LivePrice:
         _, day, rise = self._price_inputs(supplier.id)
         return LivePrice(supplier=supplier.id, sku=sku, unit_price=supplier.price(sku, day, rise))
 
-    def place_order(self, supplier: Supplier, idempotency_key: str | None, po: PurchaseOrder) -> tuple[OrderAck, bool]:
+    def place_order(
+        self, supplier: Supplier, idempotency_key: str | None, po: PurchaseOrder
+    ) -> tuple[OrderAck | dict[str, Any], bool]:
         """The acknowledgement and whether the order is new."""
         if idempotency_key != po.po_number:
             raise BadRequest("the Idempotency-Key header must be present and equal the PO number")
@@ -139,10 +153,10 @@ class SimulatedWorld:
             self.faults.of(supplier.id).go_down_after_order()
         if self.faults.of(supplier.id).take_lost_answer():
             raise Unavailable(f"supplier {supplier.id} took the order but its answer was lost")
-        return order.ack, created
+        return self._as_said(supplier, order.ack), created
 
-    def find_order(self, supplier: Supplier, po_number: str) -> OrderAck:
-        return supplier.order(po_number).ack
+    def find_order(self, supplier: Supplier, po_number: str) -> OrderAck | dict[str, Any]:
+        return self._as_said(supplier, supplier.order(po_number).ack)
 
     def chase(self, supplier: Supplier, po_number: str, chase: ChaseRequest, key: str | None = None) -> None:
         order = supplier.order(po_number)
@@ -203,7 +217,7 @@ class SimulatedWorld:
             reply.status, reply.why_not_sent = "dropped", "reply dropped by fault injection"
             return
         text = faults.take_reply_text() or reply_text(
-            supplier, order, reply.cause, self.clock.now(), self.clock.day_seconds
+            supplier, order, reply.cause, self.clock.now(), self.clock.day_seconds, faults.delivery_days
         )
         reply.status = "sent"
         self.messenger.push(

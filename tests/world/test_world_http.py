@@ -202,6 +202,39 @@ async def test_faults_can_be_read_and_cleared(
     assert (await world_http.put("/faults/suppliers/nobody", json={"quiet": True})).status_code == 404
 
 
+async def test_quote_override_sends_crafted_fields_until_cleared(
+    world_admin: WorldAdmin, world_http: httpx.AsyncClient, adapters: HttpWorld, names: Names
+) -> None:
+    await arrange(world_admin, names, price=10.0, lead_days=2.0)
+    crafted = {"supplier": "someone-else", "quantity": -5, "quote_id": "Q" * 5000, "lead_days": 0}
+    await world_admin.faults(names.supplier, quote_override={**crafted, "valid_until_offset_days": 3650})
+    before = time.time()
+    sent = await world_admin.ok("POST", f"/suppliers/{names.supplier}/quotes", json={"sku": names.sku, "quantity": 7})
+    assert {k: sent[k] for k in crafted} == crafted
+    assert (sent["sku"], sent["unit_price"]) == (names.sku, 10.0)  # fields not overridden stay true
+    assert sent["valid_until"] >= before + 3650 * DAY_SECONDS
+    await world_admin.faults(names.supplier, quote_override=None)
+    honest = await adapters.suppliers.quote(names.supplier, QuoteRequest(sku=names.sku, quantity=7))
+    assert (honest.supplier, honest.quantity, honest.lead_days) == (names.supplier, 7, 2.0)
+    too_long = {"quote_override": {"sku": "x" * 100_001}}
+    assert (await world_http.put(f"/faults/suppliers/{names.supplier}", json=too_long)).status_code == 400
+
+
+async def test_ack_override_changes_what_is_said_not_the_order_held(
+    world_admin: WorldAdmin, adapters: HttpWorld, names: Names
+) -> None:
+    await arrange(world_admin, names)
+    await world_admin.faults(names.supplier, ack_override={"unit_price": 99.0, "quantity": 1000, "order_id": "X-1"})
+    placed = await adapters.suppliers.place_order(order_for(names, quantity=10, unit_price=10.0))
+    found = await adapters.suppliers.find_order(names.supplier, names.po())
+    assert placed == found and (placed.unit_price, placed.quantity, placed.order_id) == (99.0, 1000, "X-1")
+    (order,) = await world_admin.orders(supplier=names.supplier)
+    assert (order["quantity"], order["order"]["unit_price"], order["ack"]["unit_price"]) == (10, 10.0, 10.0)
+    await world_admin.ok("DELETE", f"/faults/suppliers/{names.supplier}")
+    honest = await adapters.suppliers.find_order(names.supplier, names.po())
+    assert honest is not None and (honest.unit_price, honest.quantity) == (10.0, 10)
+
+
 # --- deliveries and the ERP ----------------------------------------------------------
 
 

@@ -142,6 +142,17 @@ async def test_a_quiet_supplier_ignores_chases_and_a_poisoned_reply_arrives_verb
     assert (await world_admin.ok("GET", f"/faults/suppliers/{names.supplier}"))["reply_text"] is None
 
 
+async def test_delivery_days_is_what_replies_state_while_shipments_keep_the_plan(
+    world_admin: WorldAdmin, adapters: HttpWorld, fake_ingress: FakeIngress, names: Names
+) -> None:
+    await arrange(world_admin, names, lead_days=0.5, reply_days=0.1)
+    await world_admin.faults(names.supplier, delivery_days=365)
+    await adapters.suppliers.place_order(order_for(names))
+    reply, goods = await deliveries(fake_ingress, names.sku, 2, "the confirmation and the shipment on plan")
+    assert "Expected delivery in 365.0 days" in SupplierReply.model_validate(reply.payload).text
+    assert goods.event == "goods"
+
+
 # --- approvals -----------------------------------------------------------------------
 
 
