@@ -4,6 +4,7 @@
 #                first use it installs Debian's chromium for the browser test (apt-get, root or sudo)
 #   make up      the local stack on :8080 (ingress) :9070 (admin) :9080 (service) :9100 (world)
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
+#   make restart-service  stop and start only the replenisher service; Restate and the world keep running
 #   make console the manager's web console on :8090, over the running stack
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
@@ -26,7 +27,7 @@ REPLAY ?= 1
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate test-deps demo test soak injection up down status console lint clean bench bench-quick bench-setup \
+.PHONY: setup restate test-deps demo test soak injection up down restart-service status console lint clean bench bench-quick bench-setup \
 	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
@@ -95,6 +96,9 @@ up: setup
 
 down: $(INSTALLED)
 	$(BIN)/python -m replenisher.stack down $(STACK_ARGS)
+
+restart-service: $(INSTALLED)
+	$(BIN)/python -m replenisher.stack restart service $(STACK_ARGS)
 
 console: $(INSTALLED)
 	$(BIN)/replenisher console

@@ -19,7 +19,7 @@ import pytest
 from replenisher.stack import install
 from replenisher.stack.admin import Admin, find_deployment, list_deployments, register_deployment, sql
 from replenisher.stack.install import RESTATE_VERSION, RestateInstallError, ensure_restate
-from replenisher.stack.local import Stack, StackConfig
+from replenisher.stack.local import SERVICE_APP, WORLD_APP, Stack, StackConfig, StackError
 from replenisher.stack.ports import LOOPBACK, PortInUseError, RestatePorts, free_port, is_listening
 from replenisher.stack.processes import HypercornApp, ProcessFailedError, RestateServer, pid_alive
 from replenisher.stack.runtime import RestateRuntime
@@ -203,12 +203,12 @@ def _stack_config(state_dir: Path) -> StackConfig:
     )
 
 
-def _stack_cli(config: StackConfig, command: str) -> subprocess.CompletedProcess[str]:
+def _stack_cli(config: StackConfig, *command: str) -> subprocess.CompletedProcess[str]:
     args = [
         sys.executable,
         "-m",
         "replenisher.stack",
-        command,
+        *command,
         f"--state-dir={config.state_dir}",
         f"--ingress-port={config.restate.ingress}",
         f"--admin-port={config.restate.admin}",
@@ -269,6 +269,56 @@ def test_stack_up_in_one_process_and_down_from_another_keeps_restate_data(stack_
     assert _call(ingress, "StackTally/bin-7/add", 1).json() == 5
     stopped = Stack(stack_config).down()
     assert not any(pid_alive(s.pid) for s in stopped)
+
+
+def test_restart_service_keeps_restate_and_the_world_and_records_the_new_pid(tmp_path: Path) -> None:
+    # The real world and service: the world's in-memory state is what a full down/up would lose.
+    config = _stack_config(tmp_path / ".stack").model_copy(
+        update={"service_app": SERVICE_APP, "world_app": WORLD_APP, "catalogue": "empty", "day_seconds": 60.0}
+    )
+    stack = Stack(config)
+    world = config.world_url
+    try:
+        stack.up()
+        setup = {"name": "Acme", "prices": {"SKU-7": 4.5}, "lead_days": 2, "reply_days": 1}
+        assert httpx.put(f"{world}/admin/suppliers/acme", json=setup, timeout=10).status_code == 200
+        item = {"on_hand": 500, "safety_stock": 100, "target_stock": 800, "suppliers": ["acme"]}
+        assert httpx.put(f"{world}/admin/items/SKU-7", json=item, timeout=10).status_code == 200
+        assert _call(config.ingress_url, "SkuAgent/SKU-7/check", None).json()["on_hand"] == 500
+        before = {s.name: s.pid for s in stack.status()}
+
+        restarted = _stack_cli(config, "restart", "service")
+        assert restarted.returncode == 0, restarted.stderr
+        after = {s.name: s for s in stack.status()}
+        assert all(s.running for s in after.values()), after
+        new_pid = after["replenisher"].pid
+        assert new_pid != before["replenisher"] and f"pid {new_pid}" in restarted.stdout
+        assert not pid_alive(before["replenisher"])
+        assert after["restate-server"].pid == before["restate-server"]
+        assert after["world"].pid == before["world"]
+
+        # The world kept what it was told and what it saw; the new service answers through Restate.
+        assert httpx.get(f"{world}/erp/stock/SKU-7", timeout=10).json()["on_hand"] == 500
+        assert _call(config.ingress_url, "SkuAgent/SKU-7/check", None).json()["on_hand"] == 500
+        calls = httpx.get(f"{world}/admin/calls", params={"op": "get_stock"}, timeout=10).json()["calls"]
+        assert len(calls) == 3, calls  # one check before the restart, one by hand, one after
+        status = _stack_cli(config, "status")
+        assert status.returncode == 0 and f"pid {new_pid}" in status.stdout, status
+
+        wrong = _stack_cli(config, "restart", "nonesuch")
+        assert wrong.returncode == 1 and "one of restate-server, world, replenisher" in wrong.stderr, wrong
+        assert _stack_cli(config, "restart").returncode == 2  # which process, argparse says
+
+        stopped = _stack_cli(config, "down")
+        assert stopped.returncode == 0, stopped.stderr
+        assert not pid_alive(new_pid), "down stops the restarted service, not only the one up started"
+    finally:
+        Stack(config).down()
+
+
+def test_restart_when_the_stack_is_down_says_so(stack_config: StackConfig) -> None:
+    with pytest.raises(StackError, match="not up"):
+        Stack(stack_config).restart("service")
 
 
 def test_stack_up_names_the_taken_port_and_starts_nothing(stack_config: StackConfig) -> None:

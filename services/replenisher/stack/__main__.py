@@ -1,4 +1,8 @@
-"""`python -m replenisher.stack up|down|status`: the local stack from a shell (and `make`)."""
+"""`python -m replenisher.stack up|down|status|restart NAME`: the local stack from a shell (and `make`).
+
+`restart service` stops and starts only the replenisher service, with the settings `up` gave
+it, keeping Restate and the world (and the world's in-memory state) running.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import sys
 from pathlib import Path
 
 from replenisher.stack.install import RestateInstallError
-from replenisher.stack.local import ONE_DAY_SECONDS, Stack, StackConfig, StackError
+from replenisher.stack.local import ONE_DAY_SECONDS, PROCESS_ALIASES, Stack, StackConfig, StackError
 from replenisher.stack.ports import PortInUseError, RestatePorts
 from replenisher.stack.processes import ProcessFailedError
 
@@ -18,7 +22,12 @@ DEFAULT_CONFIG_FILE = Path("restate.toml")
 def _parser() -> argparse.ArgumentParser:
     defaults = StackConfig()
     parser = argparse.ArgumentParser(prog="python -m replenisher.stack", description=__doc__)
-    parser.add_argument("command", choices=["up", "down", "status"])
+    parser.add_argument("command", choices=["up", "down", "status", "restart"])
+    parser.add_argument(
+        "process",
+        nargs="?",
+        help="with restart: the process to restart, as `status` names it (`service` is the replenisher)",
+    )
     parser.add_argument("--state-dir", type=Path, default=defaults.state_dir, help="data, logs, pids")
     parser.add_argument("--ingress-port", type=int, default=defaults.restate.ingress)
     parser.add_argument("--admin-port", type=int, default=defaults.restate.admin)
@@ -69,9 +78,17 @@ def _print_status(stack: Stack) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if (args.command == "restart") != (args.process is not None):
+        aliases = ", ".join(f"{a} = {n}" for a, n in PROCESS_ALIASES.items())
+        parser.error(f"a process name goes with restart, and only with it (e.g. restart service; {aliases})")
     stack = Stack(_config(args))
     try:
+        if args.command == "restart":
+            record = stack.restart(args.process)
+            print(f"restarted {record.name}: pid {record.pid} {record.url}")
+            return _print_status(stack)
         if args.command == "up":
             stack.up()
             cfg = stack.config

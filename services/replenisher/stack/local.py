@@ -3,6 +3,8 @@
 `up()` starts the three processes detached and records them in `<state-dir>/stack.json`,
 so `down()` from another process (another `make` run) can stop them. Restate's data dir
 survives `down()`, so the next `up()` resumes every in-flight replenishment where it was.
+`restart(name)` replaces one recorded process (the service, typically) with the settings it
+was started with, leaving the others, and the world's in-memory state, alone.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ STATE_FILE = "stack.json"
 SERVICE_APP = "replenisher.durable.app:app"
 WORLD_APP = "simulated_world.app:app"
 ONE_DAY_SECONDS = 86_400.0
+SERVICE_NAME = "replenisher"
+# What an operator may call a process on the command line, beside its recorded name.
+PROCESS_ALIASES = {"service": SERVICE_NAME, "restate": "restate-server"}
 
 
 class StackError(RuntimeError):
@@ -138,8 +143,8 @@ class Stack:
         tmp.write_text(state.model_dump_json(indent=2))
         os.replace(tmp, self.state_file)
 
-    def _processes(self) -> list[tuple[ManagedProcess, str]]:
-        cfg = self.config
+    def _processes(self, cfg: StackConfig | None = None) -> list[tuple[ManagedProcess, str]]:
+        cfg = cfg or self.config
         day = format_seconds(cfg.day_seconds)
         restate = RestateServer(
             cfg.restate,
@@ -157,8 +162,8 @@ class Stack:
             cfg.service_app,
             cfg.service_port,
             service_env,
-            name="replenisher",
-            log_path=cfg.log_dir / "replenisher.log",
+            name=SERVICE_NAME,
+            log_path=cfg.log_dir / f"{SERVICE_NAME}.log",
         )
         return [(restate, cfg.admin_url), (world, cfg.world_url), (service, cfg.service_url)]
 
@@ -187,17 +192,7 @@ class Stack:
             for process, url in self._processes():
                 process.start()
                 started.append(process)
-                assert process.pid is not None
-                state.processes.append(
-                    ProcessRecord(
-                        name=process.name,
-                        pid=process.pid,
-                        executable=process.argv[0],
-                        stop_signal=int(process.stop_signal),
-                        log=process.log_path,
-                        url=url,
-                    )
-                )
+                state.processes.append(_record(process, url))
                 # Recorded before waiting, so an interrupted `up()` can still be brought down.
                 self._write_state(state)
                 process.wait_ready(self.config.ready_timeout)
@@ -208,6 +203,41 @@ class Stack:
             self.state_file.unlink(missing_ok=True)
             raise
         return state
+
+    def restart(self, name: str) -> ProcessRecord:
+        """Stop one recorded process and start it again as `up()` did; record the new PID.
+
+        The settings are the recorded ones (ports, day length, catalogue, extra env), not this
+        object's: a restart from another shell must not move the process. Restarting the
+        service re-registers it, as `up()` does, so changed code is picked up.
+        """
+        state = self._read_state()
+        if state is None:
+            raise StackError(f"the stack in {self.config.state_dir} is not up (no {self.state_file}): run `up` first")
+        wanted = PROCESS_ALIASES.get(name, name)
+        names = [p.name for p in state.processes]
+        if wanted not in names:
+            raise StackError(f"no process {name!r} in the stack: one of {', '.join(names)}")
+        index = names.index(wanted)
+        old = state.processes[index]
+        if pid_runs(old.pid, old.executable):
+            terminate_pid(old.pid, signal.Signals(old.stop_signal))
+            if pid_runs(old.pid, old.executable):
+                raise StackError(f"could not stop {wanted} (pid {old.pid})")
+        process, url = next((p, u) for p, u in self._processes(state.config) if p.name == wanted)
+        process.start()
+        state.processes[index] = _record(process, url)
+        # Recorded before waiting, so `down()` stops the new process even if it never gets ready.
+        self._write_state(state)
+        try:
+            process.wait_ready(state.config.ready_timeout)
+            if wanted == SERVICE_NAME:
+                register_deployment(state.config.admin_url, state.config.service_url, force=True)
+        except BaseException:
+            # Leave no half-started process behind; `status` then shows it DEAD.
+            process.stop()
+            raise
+        return state.processes[index]
 
     def down(self) -> list[ProcessStatus]:
         """Stop every recorded process (newest first), leaving Restate's data in place."""
@@ -223,3 +253,15 @@ class Stack:
             raise StackError(f"could not stop: {', '.join(still)}")
         self.state_file.unlink(missing_ok=True)
         return before
+
+
+def _record(process: ManagedProcess, url: str) -> ProcessRecord:
+    assert process.pid is not None, f"{process.name} was not started"
+    return ProcessRecord(
+        name=process.name,
+        pid=process.pid,
+        executable=process.argv[0],
+        stop_signal=int(process.stop_signal),
+        log=process.log_path,
+        url=url,
+    )
