@@ -287,14 +287,21 @@ def record_call(world: SimulatedWorld, route: Route[SimulatedWorld], req: Reques
     body = req.loose_json()
     body = body if isinstance(body, dict) else {}
     params = req.path_params
+    supplier = params.get("sid") or _text(body.get("supplier"))
+    po_number = params.get("po_number") or _text(body.get("po_number"))
+    sku = params.get("sku") or _text(body.get("sku")) or req.query.get("sku")
+    if sku is None and supplier is not None and po_number is not None:
+        # A lookup or chase names only the PO: the SKU is that of the order the supplier holds,
+        # so `/admin/calls?sku=` finds every call about the SKU's orders.
+        sku = world.sku_of_order(supplier, po_number)
     world.calls.record(
         CallRecord(
             at=world.clock.now(),
             service=cast(Service, service),
             op=op,
-            supplier=params.get("sid") or _text(body.get("supplier")),
-            sku=params.get("sku") or _text(body.get("sku")) or req.query.get("sku"),
-            po_number=params.get("po_number") or _text(body.get("po_number")),
+            supplier=supplier,
+            sku=sku,
+            po_number=po_number,
             status=status,
         )
     )

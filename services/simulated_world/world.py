@@ -158,6 +158,12 @@ class SimulatedWorld:
     def find_order(self, supplier: Supplier, po_number: str) -> OrderAck | dict[str, Any]:
         return self._as_said(supplier, supplier.order(po_number).ack)
 
+    def sku_of_order(self, supplier_id: str, po_number: str) -> str | None:
+        """The SKU of the order this supplier holds under this PO number, if it holds one."""
+        supplier = self.suppliers.get(supplier_id)
+        order = supplier.orders.get(po_number) if supplier else None
+        return order.sku if order else None
+
     def chase(self, supplier: Supplier, po_number: str, chase: ChaseRequest, key: str | None = None) -> None:
         order = supplier.order(po_number)
         if key is not None:

@@ -109,6 +109,22 @@ async def test_same_po_twice_makes_one_order(world_admin: WorldAdmin, adapters: 
     assert await adapters.suppliers.find_order(names.supplier, names.po()) == first
 
 
+async def test_lookups_and_chases_are_logged_with_the_sku_of_the_order(
+    world_admin: WorldAdmin, adapters: HttpWorld, names: Names
+) -> None:
+    await arrange(world_admin, names)
+    await adapters.suppliers.place_order(order_for(names))
+    assert await adapters.suppliers.find_order(names.supplier, names.po()) is not None
+    assert await adapters.suppliers.find_order(names.supplier, "PO-NOPE") is None
+    found = await world_admin.calls(supplier=names.supplier, op="find_order")
+    assert [(c["po_number"], c["sku"], c["status"]) for c in found] == [
+        (names.po(), names.sku, 200),
+        ("PO-NOPE", None, 404),  # no order, so no SKU to name: the world invents none
+    ]
+    by_sku = await world_admin.calls(sku=names.sku)
+    assert [c["op"] for c in by_sku] == ["place_order", "find_order"]
+
+
 async def test_same_po_with_other_content_is_a_conflict(
     world_admin: WorldAdmin, adapters: HttpWorld, names: Names
 ) -> None:
