@@ -76,7 +76,7 @@ cluster-test: setup
 # The Lambda template, the zips for both architectures, and a replenishment through the handler.
 lambda-test: setup
 	REPLENISHER_LAMBDA_ARCHES=x86_64,arm64 $(BIN)/pytest -q -ra \
-		tests/deploy/test_lambda_package.py tests/deploy/test_lambda_e2e.py $(PYTEST_ARGS)
+		tests/deploy/test_lambda_package.py tests/deploy/test_lambda_secret.py tests/deploy/test_lambda_e2e.py $(PYTEST_ARGS)
 
 # The adversarial suite: poisoned supplier messages against the offline policy, a persuaded
 # Claude (mock transport) and a compromised decider, a few of them through the real stack.

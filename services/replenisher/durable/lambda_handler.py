@@ -5,14 +5,28 @@ Handler: `replenisher.durable.lambda_handler.handler`. The same services and set
 function through the Lambda API with an API-Gateway-shaped event and talks to it in
 request/response mode: each invocation runs until the handler finishes or has to wait,
 then returns, and Restate calls it again with the journal when the wait is over.
+
+With `REPLENISHER_ANTHROPIC_KEY_SOURCE` set (the template sets it from its key parameters), the
+decider's key is read from AWS Secrets Manager or SSM Parameter Store here, at start, before the
+settings are read: a function that cannot read its key fails its init, loudly, rather than run
+without it. See `replenisher.aws_secrets`.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from restate.aws_lambda import is_running_on_lambda, wrap_asgi_as_lambda_handler
 
+from replenisher.aws_secrets import SecretFetchError, load_key_into_env
+
+try:
+    load_key_into_env(os.environ)
+except SecretFetchError as exc:
+    raise SystemExit(f"the decider's key could not be read at start: {exc}") from exc
+
+# Imported after the key is in place: the app reads the settings as it loads.
 from replenisher.durable.app import app
 
 # On Lambda (AWS_LAMBDA_FUNCTION_NAME is set) `restate.app` already hands back the Lambda
