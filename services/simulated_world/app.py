@@ -25,7 +25,7 @@ from replenisher.domain.documents import (
 from simulated_world.calls import CallFilter, CallList, CallRecord, Service
 from simulated_world.catalogue import load
 from simulated_world.clock import Clock
-from simulated_world.erp import ClosureList, ItemSetup, ReceiptFilter, ReceiptList
+from simulated_world.erp import BookedReceipt, ClosureList, ItemSetup, ManualReceipt, ReceiptFilter, ReceiptList
 from simulated_world.errors import BadRequest
 from simulated_world.faults import SupplierFaults
 from simulated_world.manager import ApprovalFilter, ApprovalList, DecisionBody, ManagerPolicy
@@ -148,6 +148,19 @@ async def close_purchase_order(world: SimulatedWorld, req: Request) -> Response:
 @route("GET", "/erp/goods-receipts", call=("erp", "goods_receipts"))
 async def goods_receipts(world: SimulatedWorld, req: Request) -> Response:
     return ok(ReceiptList(receipts=world.erp.find_receipts(req.parse_query(ReceiptFilter))))
+
+
+@route("GET", "/erp/goods-receipts/{receipt_id}", call=("erp", "goods_receipt"))
+async def goods_receipt(world: SimulatedWorld, req: Request) -> Response:
+    return ok(world.erp.receipt(req.path_params["receipt_id"]))
+
+
+@route("POST", "/admin/goods-receipts")
+async def book_goods(world: SimulatedWorld, req: Request) -> Response:
+    manual = req.parse(ManualReceipt)
+    receipt = BookedReceipt(**manual.model_dump(), booked_at=world.clock.now())
+    world.erp.book_goods(receipt)
+    return ok(receipt)
 
 
 @route("GET", "/erp/closures", call=("erp", "closures"))

@@ -43,6 +43,18 @@ class BookedReceipt(BaseModel):
     booked_at: float
 
 
+class ManualReceipt(BaseModel):
+    """Goods the warehouse booked by hand (a test's or an operator's delivery outside any supplier flow)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    receipt_id: str = Field(min_length=1, max_length=128)
+    po_number: PoNumber
+    sku: Sku
+    supplier: SupplierId = "manual"
+    quantity: int = Field(gt=0, le=1_000_000)
+
+
 class ReceiptFilter(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -115,6 +127,12 @@ class Erp:
         if item is not None:
             item.book_in(receipt.quantity, receipt.booked_at, self.day_seconds)
         self.receipts.append(receipt)
+
+    def receipt(self, receipt_id: str) -> BookedReceipt:
+        found = next((r for r in self.receipts if r.receipt_id == receipt_id), None)
+        if found is None:
+            raise NotFound(f"no goods receipt {receipt_id!r} is booked")
+        return found
 
     def find_receipts(self, where: ReceiptFilter) -> list[BookedReceipt]:
         return [r for r in self.receipts if where.sku is None or r.sku == where.sku]

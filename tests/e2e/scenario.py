@@ -61,6 +61,12 @@ class Scenario:
         }
         ok(await self.world.put(f"/admin/items/{self.sku}", json=item))
 
+    async def book_goods(self, receipt_id: str, po_number: str, quantity: int) -> JSON:
+        """The warehouse books goods in the ERP by hand (as if delivered outside the supplier's flow)."""
+        receipt = {"receipt_id": receipt_id, "po_number": po_number, "sku": self.sku, "quantity": quantity}
+        ok(await self.world.post("/admin/goods-receipts", json={**receipt, "supplier": self.supplier}))
+        return receipt
+
     async def configure(self, **waits: float) -> JSON:
         """This SKU's own wait lengths in business days (approval, supplier_reply, goods_grace, ...)."""
         return ok(await self.ingress.post(f"/SkuAgent/{self.sku}/configure", json=waits))
@@ -124,6 +130,9 @@ class Scenario:
     async def stock_reads(self) -> int:
         calls = ok(await self.world.get("/admin/calls", params={"sku": self.sku, "op": "get_stock"}))["calls"]
         return len(calls)
+
+    async def closures(self) -> list[JSON]:
+        return ok(await self.world.get("/erp/closures", params={"sku": self.sku}))["closures"]
 
     async def orders(self) -> list[JSON]:
         return ok(await self.world.get("/admin/orders", params={"supplier": self.supplier}))["orders"]

@@ -18,10 +18,10 @@ async def test_messages_before_the_wait_and_several_of_one_kind_are_each_consume
     request = await scenario.pending_approval()
     po = request["po_number"]
 
-    # Goods receipts arrive before the run waits for goods, one of them twice with the same
-    # idempotency key (a retried HTTP call).
-    first = {"receipt_id": "r1", "po_number": po, "sku": scenario.sku, "quantity": 50}
-    second = {"receipt_id": "r2", "po_number": po, "sku": scenario.sku, "quantity": 45}
+    # Goods receipts (booked in the ERP) arrive before the run waits for goods, one of them
+    # twice with the same idempotency key (a retried HTTP call).
+    first = await scenario.book_goods("r1", po, 50)
+    second = await scenario.book_goods("r2", po, 45)
     a = ok(await scenario.deliver("goods", first, key=f"{po}-r1"))
     again = ok(await scenario.deliver("goods", first, key=f"{po}-r1"))
     b = ok(await scenario.deliver("goods", second, key=f"{po}-r2"))

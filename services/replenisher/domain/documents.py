@@ -152,3 +152,38 @@ EVENT_PAYLOADS: dict[str, type[Document]] = {
     "supplier-reply": SupplierReply,
     "goods": GoodsReceipt,
 }
+
+
+# --- Who sent a message ----------------------------------------------------------------
+
+PARTY_PATTERN = r"^(operator|manager|warehouse|supplier:[A-Za-z0-9][A-Za-z0-9_.\-]{0,63})$"
+OPERATOR_PARTY = "operator"
+
+
+class Sender(Document):
+    """The party a message came from, as authenticated where it entered.
+
+    `operator`: a caller on the internal ingress (an operator, the CLI, the console).
+    `manager`, `warehouse`, `supplier:<id>`: an outside party the inbound endpoint
+    authenticated by its signature. Never what the message itself claims.
+    """
+
+    party: str = Field(max_length=80, pattern=PARTY_PATTERN)
+
+    @property
+    def supplier(self) -> str | None:
+        return self.party.removeprefix("supplier:") if self.party.startswith("supplier:") else None
+
+    @property
+    def is_operator(self) -> bool:
+        return self.party == OPERATOR_PARTY
+
+
+OPERATOR = Sender(party=OPERATOR_PARTY)
+
+
+class Arrival(Document):
+    """Who a message came from and when it arrived at the SKU's address."""
+
+    sender: Sender = OPERATOR
+    at: float | None = None

@@ -14,6 +14,7 @@ from replenisher.domain.documents import (
     ApprovalRequest,
     CancelRequest,
     ChaseRequest,
+    GoodsReceipt,
     LivePrice,
     OrderAck,
     PurchaseOrder,
@@ -40,6 +41,8 @@ class Erp(Protocol):
     async def get_stock(self, sku: str) -> StockLevel: ...
 
     async def close_purchase_order(self, closure: PurchaseOrderClosure) -> None: ...
+
+    async def find_receipt(self, receipt_id: str) -> GoodsReceipt | None: ...
 
 
 class Suppliers(Protocol):

@@ -8,8 +8,11 @@ are gone.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
+from replenisher.domain.documents import GoodsReceipt
 from replenisher.domain.state import State
 
 RECENT_SECURITY_EVENTS = 50
@@ -40,6 +43,21 @@ class SecurityNotes(BaseModel):
     events: list[str] = Field(max_length=RECENT_SECURITY_EVENTS)
 
 
+WITHHELD = "<withheld>"
+
+
+def redacted_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """A message's payload as it may be kept and shown: an approval's token withheld.
+
+    The run gets the token once, to check it; the copies the SKU keeps (routed and kept
+    messages, shown by `status`) never hold it, or reading status would be enough to answer
+    for the manager.
+    """
+    if "token" not in payload:
+        return payload
+    return {**payload, "token": WITHHELD}
+
+
 def without_secrets(state: State) -> State:
     """The state as it may be shown outside the harness: approval tokens blanked.
 
@@ -47,8 +65,21 @@ def without_secrets(state: State) -> State:
     nowhere else: not into a model's prompt, not into a public view of the run.
     """
     shown = state.model_copy(deep=True)
-    shown.approval_token = "<withheld>" if shown.approval_token else None
+    shown.approval_token = WITHHELD if shown.approval_token else None
     if shown.approval is not None:
-        request = shown.approval.request.model_copy(update={"token": "<withheld>"})
+        request = shown.approval.request.model_copy(update={"token": WITHHELD})
         shown.approval = shown.approval.model_copy(update={"request": request})
     return shown
+
+
+def receipt_refusal(claimed: GoodsReceipt, booked: GoodsReceipt | None, sku: str) -> str | None:
+    """Why a goods message does not match what the ERP booked, or None. The ERP is the fact."""
+    if booked is None:
+        return "the ERP holds no such receipt"
+    if booked.sku != sku:
+        return f"the ERP booked it for {booked.sku!r}"
+    if booked.po_number != claimed.po_number:
+        return f"the ERP booked it against {booked.po_number!r}, not {claimed.po_number!r}"
+    if booked.quantity != claimed.quantity:
+        return f"the ERP booked {booked.quantity}, not {claimed.quantity}"
+    return None

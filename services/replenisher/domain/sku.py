@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from replenisher.domain.costs import CostLedger
-from replenisher.domain.documents import EventKind, StockLevel
+from replenisher.domain.documents import EventKind, Sender, StockLevel
 from replenisher.domain.memory import SkuMemory
 from replenisher.domain.migrations import SKU_RECORD_STEPS, migrate
 from replenisher.domain.outcomes import Outcome, ReplenishmentResult
@@ -29,19 +29,21 @@ ROUTED_PER_RUN = 200
 class RoutedMessage(BaseModel):
     event: EventKind
     seq: int
-    payload: dict[str, Any]
+    payload: dict[str, Any] = Field(description="as kept: an approval's token withheld")
     at: float
+    sender: Sender | None = Field(default=None, description="None: an operator on the internal ingress")
 
 
 class KeptMessage(BaseModel):
     """A message no run consumed. Kept and reported: someone must look at it."""
 
     event: EventKind
-    payload: dict[str, Any]
+    payload: dict[str, Any] = Field(description="as kept: an approval's token withheld")
     po_number: str | None = None
     at: float
     reason: str
     run_id: str | None = None
+    sender: Sender | None = None
 
 
 class ActiveRun(BaseModel):
@@ -155,20 +157,30 @@ class SkuRecord(BaseModel):
         )
         return started
 
-    def route(self, event: EventKind, payload: dict[str, Any], at: float) -> RoutedMessage | None:
-        """Number the message for the active run; None when it was kept instead."""
+    def route(
+        self, event: EventKind, payload: dict[str, Any], at: float, sender: Sender | None = None
+    ) -> RoutedMessage | None:
+        """Number the message for the active run; None when it was kept instead.
+
+        `payload` is what the record keeps: the caller withholds secrets before (the run
+        gets the message itself)."""
         active = self.active
         if active is None:
-            self.keep(KeptMessage(event=event, payload=payload, at=at, reason="no active replenishment"))
+            self.keep(KeptMessage(event=event, payload=payload, at=at, reason="no active replenishment", sender=sender))
             return None
         if len(active.routed) >= ROUTED_PER_RUN:
             self.keep(
                 KeptMessage(
-                    event=event, payload=payload, at=at, reason="too many messages for one run", run_id=active.run_id
+                    event=event,
+                    payload=payload,
+                    at=at,
+                    reason="too many messages for one run",
+                    run_id=active.run_id,
+                    sender=sender,
                 )
             )
             return None
-        message = RoutedMessage(event=event, seq=active.next_seq(event), payload=payload, at=at)
+        message = RoutedMessage(event=event, seq=active.next_seq(event), payload=payload, at=at, sender=sender)
         active.routed.append(message)
         return message
 
@@ -191,6 +203,7 @@ class SkuRecord(BaseModel):
                         at=message.at,
                         reason=f"{result.run_id} ended ({result.outcome}) before reading it",
                         run_id=result.run_id,
+                        sender=message.sender,
                     )
                 )
         if result.observations is not None:
@@ -227,7 +240,7 @@ class SkuRecord(BaseModel):
         po_number = unresolved.po.po_number
         mine = [m for m in self.kept if m.po_number == po_number]
         self.kept = [m for m in self.kept if m.po_number != po_number]
-        routed = [self.route(m.event, m.payload, m.at) for m in mine]
+        routed = [self.route(m.event, m.payload, m.at, m.sender) for m in mine]
         return run, [m for m in routed if m is not None]
 
     def keep(self, message: KeptMessage) -> None:

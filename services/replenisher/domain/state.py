@@ -41,6 +41,8 @@ class Approval(BaseModel):
     approved_up_to: float | None = None
     decided_by: str | None = None
     note: str = ""
+    decided_at: float | None = Field(default=None, description="when the decision arrived at the SKU's address")
+    channel: str | None = Field(default=None, description="the authenticated party that sent the decision")
 
 
 class ReplyFacts(BaseModel):

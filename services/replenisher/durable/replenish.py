@@ -9,17 +9,27 @@ rebuilds the same state.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
 import restate
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from restate import WorkflowContext, WorkflowSharedContext
 from restate.exceptions import TerminalError
+from restate.serde import BytesSerde
 
 from replenisher.config import settings
 from replenisher.domain.decisions import DeciderTerms, Decision
-from replenisher.domain.documents import EventKind, OrderAck, PurchaseOrder, StockLevel
+from replenisher.domain.documents import (
+    OPERATOR,
+    Arrival,
+    EventKind,
+    OrderAck,
+    PurchaseOrder,
+    Sender,
+    StockLevel,
+)
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
 from replenisher.domain.security import SecurityNotes, without_secrets
@@ -30,7 +40,8 @@ from replenisher.domain.turns import decide_turn
 from replenisher.domain.waits import WaitDays
 from replenisher.durable.deciders import current_decider, journaled_ask
 from replenisher.durable.steps import outside_world, step
-from replenisher.durable.validation import bad_request, validated
+from replenisher.durable.stored import load_stored
+from replenisher.durable.validation import bad_request, describe, validated
 
 replenish = restate.Workflow("Replenish")
 
@@ -62,6 +73,30 @@ class Message(BaseModel):
     event: EventKind
     seq: int
     payload: dict[str, Any]
+    sender: Sender | None = Field(default=None, description="None: an operator on the internal ingress")
+    arrived_at: float | None = Field(default=None, description="when it reached the SKU's address")
+
+
+class Envelope(BaseModel):
+    """What a message promise holds: the payload and who sent it, when.
+
+    Runs read it as untrusted (a bare payload, as older code resolved it, counts as from an
+    operator): anything that does not parse is a security event, never a failed run.
+    """
+
+    payload: dict[str, Any]
+    sender: Sender | None = None
+    arrived_at: float | None = None
+
+    @classmethod
+    def read(cls, raw: Any) -> Envelope:
+        if isinstance(raw, dict) and "payload" in raw and set(raw) <= {"payload", "sender", "arrived_at"}:
+            return cls.model_validate(raw)
+        return cls.model_validate({"payload": raw})
+
+    @property
+    def arrival(self) -> Arrival:
+        return Arrival(sender=self.sender or OPERATOR, at=self.arrived_at)
 
 
 class CurrentWait(BaseModel):
@@ -80,13 +115,15 @@ def message_promise(event: str, seq: int) -> str:
     return f"{event}-{seq}"
 
 
-@validated(replenish.main)
+# Only the SKU agent starts a run and delivers its messages: through the ingress, a caller
+# could start a SKU's next run with its own request, or fill a run's message slots first.
+@validated(replenish.main, ingress_private=True)
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
     state = State.start(ctx.key(), request.stock, request.day_seconds, await ctx.time(), request.waits)
     state.memory = request.memory
     if request.adopt is not None:
         state.adopt(request.adopt.po, request.adopt.ack, request.adopt.from_run)
-    reported = 0
+    report = SecurityReport()
     try:
         for turn in range(MAX_TURNS):
             allowed = [t for t in TOOLS if t.allowed(state)]
@@ -97,7 +134,7 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
                 state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, code=CODE))
                 break
             if isinstance(tool, Wait):
-                summary = await wait(ctx, tool, state)
+                summary = await wait(ctx, tool, state, report)
             else:
                 assert isinstance(tool, Call)
                 summary = await call(ctx, turn, tool, args, state)
@@ -105,13 +142,13 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
                 TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary, code=CODE)
             )
             ctx.set("state", state)
-            reported = report_security(ctx, state, reported)
+            report.send(ctx, state)
     except TerminalError as e:
         # A bug or a refused journal entry must still end in a true outcome, never a silent stop.
         state.last_failure = f"run stopped: {e.message}"
     result = result_of(state, await ctx.time())
     ctx.set("state", state)
-    report_security(ctx, state, reported)
+    report.send(ctx, state)
     report_outcome(ctx, result)
     return result
 
@@ -137,14 +174,44 @@ async def call(ctx: WorkflowContext, turn: int, tool: Call[Any, Any], args: Any,
     return tool.apply(state, args, result)
 
 
-async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State) -> str:
-    """The next message of the tool's kind, or its deadline, whichever comes first."""
-    seq = state.next_message_number(tool.event)
-    promise = ctx.promise(message_promise(tool.event, seq), type_hint=dict)
+async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: SecurityReport) -> str:
+    """The next message of the tool's kind that counts, or its deadline, whichever comes first.
+
+    A message that does not parse, or that the tool's rules refuse (wrong sender, token,
+    PO), is consumed and recorded as a security event, and the wait goes on: no message can
+    fail the run or spend its turns.
+    """
     deadline = tool.deadline(state)
+    while True:
+        seq = state.next_message_number(tool.event)
+        raw = await next_message(ctx, tool, seq, deadline)
+        if raw is None:
+            return tool.apply(state, None)
+        state.mark_consumed(tool.event)
+        try:
+            envelope = Envelope.read(json.loads(raw))
+            payload = tool.Payload.model_validate(envelope.payload)
+        except ValidationError as e:
+            refused: str | None = f"unreadable {tool.event} message #{seq} refused: {describe(e)}"
+        except ValueError as e:
+            refused = f"unreadable {tool.event} message #{seq} refused: not JSON ({e})"
+        else:
+            refused = tool.refusal(state, payload, envelope.arrival)
+            if refused is None:
+                return tool.apply(state, payload, envelope.arrival)
+        # Seen now, in the run's view and on the SKU's record, not when the wait ends.
+        state.record_security_event(refused)
+        ctx.set("state", state)
+        report.send(ctx, state)
+
+
+async def next_message(ctx: WorkflowContext, tool: Wait[Any], seq: int, deadline: float) -> bytes | None:
+    """The raw bytes of the `seq`-th message, or None at the deadline: parsed by the caller,
+    so that no value anyone resolved the promise with can fail the run in the SDK's serde."""
+    promise = ctx.promise(message_promise(tool.event, seq), serde=BytesSerde())
     ctx.set("waiting", CurrentWait(tool=tool.name, event=tool.event, seq=seq, deadline=deadline))
     remaining = deadline - await ctx.time()
-    raw: dict[str, Any] | None
+    raw: bytes | None
     if remaining <= 0:
         # Out of time, but a message that already arrived still counts.
         raw = await promise.peek()
@@ -155,20 +222,22 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State) -> str:
             case _:
                 raw = None
     ctx.clear("waiting")
-    if raw is None:
-        return tool.apply(state, None)
-    state.mark_consumed(tool.event)
-    return tool.apply(state, tool.Payload.model_validate(raw))
+    return raw
 
 
-def report_security(ctx: WorkflowContext, state: State, reported: int) -> int:
+class SecurityReport:
     """Security events the SKU has not heard of yet go to its record now, not when the run ends."""
-    from replenisher.durable.sku_agent import note_security
 
-    fresh = state.security_events[reported:]
-    if fresh:
-        ctx.object_send(note_security, state.sku, SecurityNotes(run_id=state.run_id, events=fresh))
-    return len(state.security_events)
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def send(self, ctx: WorkflowContext, state: State) -> None:
+        from replenisher.durable.sku_agent import note_security
+
+        fresh = state.security_events[self.sent :]
+        if fresh:
+            ctx.object_send(note_security, state.sku, SecurityNotes(run_id=state.run_id, events=fresh))
+        self.sent = len(state.security_events)
 
 
 def report_outcome(ctx: WorkflowContext, result: ReplenishmentResult) -> None:
@@ -177,17 +246,20 @@ def report_outcome(ctx: WorkflowContext, result: ReplenishmentResult) -> None:
     ctx.object_send(finish, result.sku, result)
 
 
-@validated(replenish.handler)
+@validated(replenish.handler, ingress_private=True)
 async def deliver(ctx: WorkflowSharedContext, message: Message) -> None:
     """Resolve the promise the run waits on (or will wait on) for this message."""
     if message.seq < 0:
         raise bad_request("seq must not be negative")
-    await ctx.promise(message_promise(message.event, message.seq), type_hint=dict).resolve(message.payload)
+    envelope = Envelope(payload=message.payload, sender=message.sender, arrived_at=message.arrived_at)
+    await ctx.promise(message_promise(message.event, message.seq), type_hint=dict).resolve(
+        envelope.model_dump(mode="json")
+    )
 
 
 @replenish.handler(name="state")
 async def view_state(ctx: WorkflowSharedContext) -> RunView:
-    state = await ctx.get("state", type_hint=State)
+    state = await load_stored(ctx, "state", State)
     return RunView(
         state=without_secrets(state) if state else None,
         waiting=await ctx.get("waiting", type_hint=CurrentWait),

@@ -16,9 +16,17 @@ from restate import ObjectContext, ObjectSharedContext
 from restate.exceptions import TerminalError
 
 from replenisher.config import settings
-from replenisher.domain.documents import EVENT_PAYLOADS, EventKind, GoodsReceipt, OrderAck, StockLevel
+from replenisher.domain.documents import (
+    EVENT_PAYLOADS,
+    OPERATOR,
+    EventKind,
+    GoodsReceipt,
+    OrderAck,
+    Sender,
+    StockLevel,
+)
 from replenisher.domain.outcomes import ReplenishmentResult
-from replenisher.domain.security import SecurityNotes
+from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted_payload
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.waits import WaitOverrides
 from replenisher.durable.deciders import decider_terms
@@ -26,6 +34,7 @@ from replenisher.durable.replenish import AdoptedOrder, Message, RunRequest
 from replenisher.durable.replenish import deliver as deliver_to_run
 from replenisher.durable.replenish import run as replenish_run
 from replenisher.durable.steps import outside_world, step
+from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, describe, validated
 
 sku_agent = restate.VirtualObject("SkuAgent")
@@ -36,6 +45,10 @@ RECORD = "record"
 class Delivery(BaseModel):
     event: EventKind
     payload: dict[str, Any]
+    sender: Sender | None = Field(
+        default=None, description="stamped by the inbound endpoint; absent: an operator on the internal ingress"
+    )
+    received_at: float | None = Field(default=None, description="the inbound endpoint's clock when it arrived")
 
 
 class Delivered(BaseModel):
@@ -64,7 +77,7 @@ class Tick(BaseModel):
 
 
 async def load(ctx: ObjectContext | ObjectSharedContext) -> SkuRecord | None:
-    return await ctx.get(RECORD, type_hint=SkuRecord)
+    return await load_stored(ctx, RECORD, SkuRecord)
 
 
 async def load_or_create(ctx: ObjectContext) -> SkuRecord:
@@ -125,9 +138,10 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id)
     ctx.workflow_send(replenish_run, run.run_id, run_request(record, stock, adopt))
     for message in routed:
-        ctx.workflow_send(
-            deliver_to_run, run.run_id, Message(event=message.event, seq=message.seq, payload=message.payload)
+        forwarded = Message(
+            event=message.event, seq=message.seq, payload=message.payload, sender=message.sender, arrived_at=message.at
         )
+        ctx.workflow_send(deliver_to_run, run.run_id, forwarded)
     return run.run_id
 
 
@@ -217,7 +231,11 @@ async def schedule_tick(ctx: ObjectContext, record: SkuRecord, first: bool = Fal
 
 @validated(sku_agent.handler)
 async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
-    """The SKU's address: route a message to the active run, in order and once, or keep it."""
+    """The SKU's address: route a message to the active run, in order and once, or keep it.
+
+    Goods count only as the ERP booked them: the receipt is looked up by its id, and the
+    ERP's record, not the message's numbers, is what the run gets.
+    """
     model = EVENT_PAYLOADS[delivery.event]
     try:
         document = model.model_validate(delivery.payload)
@@ -226,10 +244,17 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
     if isinstance(document, GoodsReceipt) and document.sku != ctx.key():
         raise bad_request(f"goods receipt for {document.sku!r} sent to {ctx.key()!r}")
     record = await load_or_create(ctx)
-    routed = record.route(delivery.event, document.model_dump(mode="json"), await ctx.time())
+    now = await ctx.time()
+    sender = delivery.sender or OPERATOR
+    if isinstance(document, GoodsReceipt):
+        document = await booked_receipt(ctx, record, document, sender, now)
+    payload = document.model_dump(mode="json")
+    # A clock ahead of ours must not date a message into the future (deadlines compare to it).
+    arrived_at = min(delivery.received_at, now) if delivery.received_at is not None else now
+    routed = record.route(delivery.event, redacted_payload(payload), arrived_at, delivery.sender)
     if routed is not None:
         assert record.active is not None
-        message = Message(event=routed.event, seq=routed.seq, payload=routed.payload)
+        message = Message(event=routed.event, seq=routed.seq, payload=payload, sender=sender, arrived_at=arrived_at)
         ctx.workflow_send(deliver_to_run, record.active.run_id, message)
     ctx.set(RECORD, record)
     return Delivered(
@@ -239,6 +264,33 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
         seq=routed.seq if routed else None,
         kept=routed is None,
     )
+
+
+class ReceiptLookup(BaseModel):
+    booked: GoodsReceipt | None
+
+
+async def booked_receipt(
+    ctx: ObjectContext, record: SkuRecord, claimed: GoodsReceipt, sender: Sender, now: float
+) -> GoodsReceipt:
+    """The ERP's record of the claimed receipt; a receipt it does not hold is refused and recorded."""
+
+    async def look_up() -> ReceiptLookup:
+        return ReceiptLookup(booked=await outside_world().erp.find_receipt(claimed.receipt_id))
+
+    try:
+        lookup = await step(ctx, f"look up receipt {claimed.receipt_id}", ReceiptLookup, look_up)
+    except TerminalError as e:
+        raise TerminalError(f"could not check goods receipt with the ERP: {e.message}", status_code=503) from e
+    refusal = receipt_refusal(claimed, lookup.booked, ctx.key())
+    if refusal is None:
+        assert lookup.booked is not None
+        return lookup.booked
+    what = f"goods receipt {claimed.receipt_id!r} from {sender.party!r} refused: {refusal}"
+    run_id = record.active.run_id if record.active else "no active run"
+    record.security.add(run_id, [what], now)
+    ctx.set(RECORD, record)
+    raise TerminalError(f"refused: {what}", status_code=422)
 
 
 @validated(sku_agent.handler, ingress_private=True)

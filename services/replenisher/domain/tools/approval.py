@@ -13,12 +13,21 @@ import time
 
 from pydantic import BaseModel
 
-from replenisher.domain.documents import ApprovalDecision, ApprovalRequest
+from replenisher.domain.documents import ApprovalDecision, ApprovalRequest, Arrival
 from replenisher.domain.ports import World
 from replenisher.domain.state import Approval, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
 from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS
 from replenisher.domain.tools.quoting import open_for_buying
+
+APPROVAL_CHANNELS = frozenset({"manager", "operator"})
+"""Who may carry the manager's decision: the manager's own system through the inbound
+endpoint, or an operator tool (CLI, console) on the internal ingress. Both still need the token."""
+
+
+def same_token(given: str, issued: str) -> bool:
+    """Constant-time, and for any string: `compare_digest` refuses non-ASCII `str`, bytes it takes."""
+    return secrets.compare_digest(given.encode("utf-8", "surrogatepass"), issued.encode("utf-8", "surrogatepass"))
 
 
 class ApprovalRequested(BaseModel):
@@ -78,20 +87,32 @@ class WaitForApproval(Wait[ApprovalDecision]):
         assert state.approval is not None
         return state.approval.requested_at + state.days(state.waits.approval)
 
-    def apply(self, state: State, payload: ApprovalDecision | None) -> str:
+    def refusal(self, state: State, payload: ApprovalDecision, arrival: Arrival) -> str | None:
+        assert state.approval is not None
+        request = state.approval.request
+        party = arrival.sender.party
+        if party not in APPROVAL_CHANNELS:
+            return f"approval refused: sent by {party!r}, not through the manager's channel (by {payload.by!r})"
+        if payload.po_number != request.po_number or not same_token(payload.token, request.token):
+            return f"approval refused: token or PO does not match {request.po_number} (by {payload.by!r})"
+        return None
+
+    def apply(self, state: State, payload: ApprovalDecision | None, arrival: Arrival | None = None) -> str:
         approval = state.approval
         assert approval is not None
         if payload is None:
             approval.status = "timed_out"
             return "no decision in time: nothing will be ordered on this request"
-        request = approval.request
-        if payload.po_number != request.po_number or not secrets.compare_digest(payload.token, request.token):
-            state.record_security_event(
-                f"approval refused: token or PO does not match {request.po_number} (by {payload.by!r})"
-            )
+        arrival = arrival or Arrival()
+        refused = self.refusal(state, payload, arrival)
+        if refused is not None:
+            state.record_security_event(refused)
             return "refused an approval without the matching one-time token"
+        request = approval.request
         approval.decided_by = payload.by
         approval.note = payload.note
+        approval.decided_at = arrival.at
+        approval.channel = arrival.sender.party
         if not payload.approved:
             approval.status = "rejected"
             state.rejected = True

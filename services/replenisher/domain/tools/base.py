@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from replenisher.domain.documents import Document, EventKind
+from replenisher.domain.documents import Arrival, Document, EventKind
 from replenisher.domain.ports import World
 from replenisher.domain.state import State
 from replenisher.domain.tools.limits import MAX_STATUS_CHECKS
@@ -75,8 +75,17 @@ class Wait(Tool[NoArgs], Generic[P]):
     def deadline(self, state: State) -> float:
         raise NotImplementedError
 
-    def apply(self, state: State, payload: P | None) -> str:
-        """`payload` is None when the deadline passed first."""
+    def refusal(self, state: State, payload: P, arrival: Arrival) -> str | None:
+        """Why this message does not count (recorded as a security event), or None.
+
+        Pure. The harness keeps waiting after a refused message, so a flood of them costs
+        the run no turns.
+        """
+        return None
+
+    def apply(self, state: State, payload: P | None, arrival: Arrival | None = None) -> str:
+        """`payload` is None when the deadline passed first; `arrival` says who sent it
+        (an operator on the internal ingress when not given)."""
         raise NotImplementedError
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from replenisher.domain.documents import GoodsReceipt, PurchaseOrderClosure
+from replenisher.domain.documents import Arrival, GoodsReceipt, PurchaseOrderClosure
 from replenisher.domain.ports import World
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
 from replenisher.domain.tools.limits import MAX_CHASES, MAX_GOODS_OVERDUE
 from replenisher.domain.tools.supplier import order_open
+
+GOODS_SENDERS = frozenset({"warehouse", "operator"})
+"""Only the warehouse books goods in (an operator may relay it); either way the receipt must
+exist in the ERP, which the SKU's address checks before routing it."""
 
 
 class WaitForGoods(Wait[GoodsReceipt]):
@@ -37,13 +41,22 @@ class WaitForGoods(Wait[GoodsReceipt]):
         quoted = next((q.lead_days for q in state.quotes if state.po and q.quote_id == state.po.quote_id), None)
         return state.ordered_at + state.days(quoted if quoted is not None else 10.0) + grace
 
-    def apply(self, state: State, payload: GoodsReceipt | None) -> str:
+    def refusal(self, state: State, payload: GoodsReceipt, arrival: Arrival) -> str | None:
+        assert state.order is not None
+        if arrival.sender.party not in GOODS_SENDERS:
+            return f"goods receipt {payload.receipt_id!r} sent by {arrival.sender.party!r}, not by the warehouse"
+        if payload.po_number != state.order.po_number or payload.sku != state.sku:
+            return f"goods receipt {payload.receipt_id!r} is not for our PO"
+        return None
+
+    def apply(self, state: State, payload: GoodsReceipt | None, arrival: Arrival | None = None) -> str:
         if payload is None:
             state.goods_overdue_count += 1
             return f"goods overdue ({state.goods_overdue_count})"
         assert state.order is not None
-        if payload.po_number != state.order.po_number or payload.sku != state.sku:
-            state.record_security_event(f"goods receipt {payload.receipt_id!r} is not for our PO")
+        refused = self.refusal(state, payload, arrival or Arrival())
+        if refused is not None:
+            state.record_security_event(refused)
             return "ignored a goods receipt for another PO"
         if payload.receipt_id in state.receipts:
             return f"receipt {payload.receipt_id} already booked"

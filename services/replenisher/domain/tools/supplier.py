@@ -11,7 +11,7 @@ import time
 
 from pydantic import BaseModel
 
-from replenisher.domain.documents import ChaseRequest, SupplierReply
+from replenisher.domain.documents import Arrival, ChaseRequest, SupplierReply
 from replenisher.domain.extraction import extract_promises
 from replenisher.domain.ports import World
 from replenisher.domain.state import ReplyFacts, State
@@ -44,15 +44,25 @@ class WaitForSupplierReply(Wait[SupplierReply]):
         assert state.ordered_at is not None
         return state.ordered_at + state.days(state.waits.supplier_reply)
 
-    def apply(self, state: State, payload: SupplierReply | None) -> str:
+    def refusal(self, state: State, payload: SupplierReply, arrival: Arrival) -> str | None:
+        assert state.order is not None
+        if payload.po_number != state.order.po_number or payload.supplier != state.order.supplier:
+            return f"reply from {payload.supplier!r} about {payload.po_number!r} does not match our order"
+        sender = arrival.sender
+        if not sender.is_operator and sender.supplier != state.order.supplier:
+            return (
+                f"reply about {payload.po_number!r} sent by {sender.party!r}, "
+                f"not by the order's supplier {state.order.supplier!r}"
+            )
+        return None
+
+    def apply(self, state: State, payload: SupplierReply | None, arrival: Arrival | None = None) -> str:
         if payload is None:
             state.supplier_overdue = True
             return "the supplier has not replied in time"
-        assert state.order is not None
-        if payload.po_number != state.order.po_number or payload.supplier != state.order.supplier:
-            state.record_security_event(
-                f"reply from {payload.supplier!r} about {payload.po_number!r} does not match our order"
-            )
+        refused = self.refusal(state, payload, arrival or Arrival())
+        if refused is not None:
+            state.record_security_event(refused)
             return "ignored a reply that is not about our order"
         state.unread_reply = payload
         return "the supplier replied"
