@@ -8,6 +8,7 @@ every replenishment has ended. The stack stays up afterwards for inspection.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from replenisher.demo_report import FaultTally, faulted_run, inspection_help, last_screen, plural
 from replenisher.domain.sku import SkuRecord
 from replenisher.stack.install import ensure_restate
 from replenisher.stack.local import Stack, StackConfig
@@ -34,6 +36,10 @@ DEMO_FAULTS: dict[str, dict[str, Any]] = {
     "acme": {"lose_reply_calls": 1},  # an order is taken but the answer is lost: still one order
     "cogs": {"drop_replies": 1},  # a confirmation never comes: the agent chases
 }
+DEMO_FAULTS_SAID = (
+    "bolt's API fails its next 3 calls, acme loses its answer to the next order it takes, "
+    "and cogs never sends its next reply."
+)
 
 
 def demo_skus() -> list[str]:
@@ -42,12 +48,17 @@ def demo_skus() -> list[str]:
     return sorted(demo().items)
 
 
-def run_demo(days: float = 21.0, day_seconds: float = 1.0, settle_seconds: float = 60.0) -> int:
-    config = StackConfig(
-        day_seconds=day_seconds,
-        catalogue="demo",
-        config_file=Path("restate.toml") if Path("restate.toml").exists() else None,
-        service_env=DEMO_SERVICE_ENV,
+def run_demo(
+    days: float = 21.0, day_seconds: float = 1.0, settle_seconds: float = 60.0, base: StackConfig | None = None
+) -> int:
+    """`base` moves the stack (state dir, ports) off the defaults, e.g. beside another running stack."""
+    config = (base or StackConfig()).model_copy(
+        update={
+            "day_seconds": day_seconds,
+            "catalogue": "demo",
+            "config_file": Path("restate.toml") if Path("restate.toml").exists() else None,
+            "service_env": DEMO_SERVICE_ENV,
+        }
     )
     stack = Stack(config)
     if stack.is_up():
@@ -62,7 +73,7 @@ def run_demo(days: float = 21.0, day_seconds: float = 1.0, settle_seconds: float
     with httpx.Client(timeout=30) as client:
         for supplier, faults in DEMO_FAULTS.items():
             client.put(f"{cfg.world_url}/faults/suppliers/{supplier}", json=faults).raise_for_status()
-        say("faults on: " + "; ".join(f"{s} {f}" for s, f in DEMO_FAULTS.items()))
+        say(f"Faults switched on: {DEMO_FAULTS_SAID}")
         for sku in skus:
             client.post(f"{cfg.ingress_url}/SkuAgent/{sku}/watch", json={"interval_days": 1}).raise_for_status()
         say(f"watching {len(skus)} SKUs; each checks its stock every business day\n")
@@ -71,14 +82,36 @@ def run_demo(days: float = 21.0, day_seconds: float = 1.0, settle_seconds: float
         for sku in skus:
             client.post(f"{cfg.ingress_url}/SkuAgent/{sku}/unwatch").raise_for_status()
         running = progress.poll()
-        say(f"\nday {progress.day():.0f}: watching stopped; letting the {running} running replenishments finish")
+        still = plural(running, "replenishment")
+        say(f"\nday {progress.day():.0f}: the agents stop watching; letting the {still} still running finish")
         records = progress.follow(settle_seconds, until_idle=True)
-        survived = faults_survived(client, cfg.world_url)
+        calls = client.get(f"{cfg.world_url}/admin/calls").json()["calls"]
+        orders = client.get(f"{cfg.world_url}/admin/orders").json()["orders"]
+    tally = FaultTally.from_world(calls, orders)
+    run = faulted_run(tally, records)
+    timeline = run_timeline(cfg, records[run.sku], run.run_id) if run else None
+    help_text = inspection_help(cfg.ingress_url, cfg.admin_url, cfg.world_url, restate_cli(), run)
     print()
-    print(outcome_table(records))
-    print("\n" + survived)
-    print(inspection_help(cfg))
+    print(last_screen(outcome_table(records), tally, run, timeline, help_text), end="")
     return 0
+
+
+def run_timeline(cfg: StackConfig, record: SkuRecord, run_id: str) -> str | None:
+    """The run drawn as `replenisher timeline` draws it, or None when Restate cannot say."""
+    from replenisher.timeline.load import load_run_timeline
+    from replenisher.timeline.restate import OperatorError, RestateClient
+    from replenisher.timeline.text import render_text
+
+    async def load() -> str:
+        async with RestateClient(cfg.ingress_url, cfg.admin_url) as client:
+            timeline = await load_run_timeline(client, record, run_id)
+        return render_text(timeline, width=min(shutil.get_terminal_size((110, 24)).columns, 130))
+
+    try:
+        return asyncio.run(load())
+    except (OperatorError, httpx.HTTPError) as exc:
+        say(f"(could not draw {run_id}'s timeline: {exc})")
+        return None
 
 
 class Progress:
@@ -114,7 +147,7 @@ class Progress:
                 return self.records
             if time.monotonic() >= deadline:
                 if until_idle:
-                    say("still running when the demo stopped waiting: " + ", ".join(self.active_skus()))
+                    say("Still running when the demo stopped waiting: " + ", ".join(self.active_skus()) + ".")
                 return self.records
             time.sleep(min(0.5, self.day_seconds / 2))
 
@@ -158,49 +191,12 @@ def format_rows(rows: Iterable[tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
-def inspection_help(cfg: StackConfig) -> str:
-    cli = restate_cli()
-    return f"""
-The stack is still up. Look around:
-  curl {cfg.ingress_url}/SkuAgent/SKU-101/status
-  {cli} invocations list --all
-  {cli} kv get SkuAgent SKU-101
-  {cli} sql "SELECT target_service_key, status FROM sys_invocation WHERE target_handler_name = 'run'"
-  Restate UI: {cfg.admin_url}/ui
-(set RESTATE_ADMIN_URL={cfg.admin_url} if the CLI asks where the server is)
-Stop it with: make down
-"""
-
-
 def restate_cli() -> str:
     """The shortest way to name the restate CLI from here: `.venv/bin/restate` after `make setup`."""
     linked = Path(sys.prefix) / "bin" / "restate"
     if linked.exists():
         return os.path.relpath(linked) if linked.is_relative_to(Path.cwd()) else str(linked)
     return str(ensure_restate().cli)
-
-
-def faults_survived(client: httpx.Client, world_url: str) -> str:
-    calls = client.get(f"{world_url}/admin/calls").json()["calls"]
-    orders = client.get(f"{world_url}/admin/orders").json()["orders"]
-    refused = sum(1 for c in calls if c["service"] == "supplier" and c["status"] >= 500)
-    held = {(o["supplier"], o["po_number"]) for o in orders}
-    # An order whose answer was lost: the POST failed, yet the supplier holds the PO.
-    lost = {
-        (c["supplier"], c["po_number"])
-        for c in calls
-        if c["op"] == "place_order" and c["status"] >= 500 and (c["supplier"], c["po_number"]) in held
-    }
-    chases = sum(1 for c in calls if c["op"] == "chase")
-    per_po: dict[tuple[str, str], int] = {}
-    for order in orders:
-        key = (order["supplier"], order["po_number"])
-        per_po[key] = per_po.get(key, 0) + 1
-    return (
-        f"Faults met: {refused} supplier calls failed and were retried; {len(lost)} orders were taken but "
-        f"their answer lost, and found again by PO number; {chases} chases after a supplier went quiet. "
-        f"Orders held by suppliers: {len(orders)}, at most {max(per_po.values(), default=0)} per PO."
-    )
 
 
 def say(line: str) -> None:
