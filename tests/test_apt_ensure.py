@@ -132,3 +132,37 @@ def test_make_test_installs_chromium_and_ci_relies_on_it() -> None:
     ci = (REPO_ROOT / ".ci" / "run").read_text()
     assert "apt-get" not in ci, ".ci/run installs nothing itself: make test does, as for a user"
     assert "make test" in ci
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_test_deps_installs_a_missing_chromium_through_the_script(tmp_path: Path) -> None:
+    # The Makefile's own target, run for real, with the stand-ins first on PATH and the browser
+    # looked for where this test's apt-get "installs" it.
+    machine = Machine(tmp_path, uid=1000, sudo=True)
+    make = shutil.which("make")
+    assert make is not None
+    env = {"PATH": f"{machine.bin}:{os.environ.get('PATH', '/usr/bin:/bin')}", "CALLS": str(machine.calls)}
+    done = subprocess.run(
+        [make, "-s", "test-deps", f"CHROMIUM={machine.installed}"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert machine.installed.exists()
+    assert [line.split(" as=")[0] for line in machine.logged() if line.startswith("apt-get")] == [
+        "apt-get update -qq",
+        "apt-get install -y -qq --no-install-recommends chromium",
+    ]
+    again = subprocess.run(
+        [make, "-s", "test-deps", f"CHROMIUM={machine.installed}"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 0 and len(machine.logged()) == 4, "present: nothing installed twice"
