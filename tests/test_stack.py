@@ -203,7 +203,9 @@ def _stack_config(state_dir: Path) -> StackConfig:
     )
 
 
-def _stack_cli(config: StackConfig, *command: str) -> subprocess.CompletedProcess[str]:
+def _stack_cli(
+    config: StackConfig, *command: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     args = [
         sys.executable,
         "-m",
@@ -220,8 +222,9 @@ def _stack_cli(config: StackConfig, *command: str) -> subprocess.CompletedProces
         f"--service-app={config.service_app}",
         f"--world-app={config.world_app}",
     ]
-    env = {**os.environ, **FIXTURE_ENV}
-    return subprocess.run(args, capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=120)
+    return subprocess.run(
+        args, capture_output=True, text=True, cwd=REPO_ROOT, env={**(env or os.environ), **FIXTURE_ENV}, timeout=120
+    )
 
 
 @pytest.fixture
@@ -271,15 +274,27 @@ def test_stack_up_in_one_process_and_down_from_another_keeps_restate_data(stack_
     assert not any(pid_alive(s.pid) for s in stopped)
 
 
-def test_restart_service_keeps_restate_and_the_world_and_records_the_new_pid(tmp_path: Path) -> None:
+def _environ(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
+
+
+def test_restart_service_keeps_restate_and_the_world_and_records_the_new_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The real world and service: the world's in-memory state is what a full down/up would lose.
     config = _stack_config(tmp_path / ".stack").model_copy(
         update={"service_app": SERVICE_APP, "world_app": WORLD_APP, "catalogue": "empty", "day_seconds": 60.0}
     )
     stack = Stack(config)
     world = config.world_url
+    # Settings `up` ran with; the restarts below run from a shell that has none of them.
+    monkeypatch.setenv("REPLENISHER_CODE_VERSION", "v7")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-not-on-disk")
+    bare = {k: v for k, v in os.environ.items() if k not in ("REPLENISHER_CODE_VERSION", "ANTHROPIC_API_KEY")}
     try:
         stack.up()
+        assert "sk-ant-not-on-disk" not in stack.state_file.read_text()
         setup = {"name": "Acme", "prices": {"SKU-7": 4.5}, "lead_days": 2, "reply_days": 1}
         assert httpx.put(f"{world}/admin/suppliers/acme", json=setup, timeout=10).status_code == 200
         item = {"on_hand": 500, "safety_stock": 100, "target_stock": 800, "suppliers": ["acme"]}
@@ -287,7 +302,11 @@ def test_restart_service_keeps_restate_and_the_world_and_records_the_new_pid(tmp
         assert _call(config.ingress_url, "SkuAgent/SKU-7/check", None).json()["on_hand"] == 500
         before = {s.name: s.pid for s in stack.status()}
 
-        restarted = _stack_cli(config, "restart", "service")
+        refused = _stack_cli(config, "restart", "service", env=bare)
+        assert refused.returncode == 1 and "started with ANTHROPIC_API_KEY set" in refused.stderr, refused
+        assert pid_alive(before["replenisher"]), "a refused restart leaves the service running"
+
+        restarted = _stack_cli(config, "restart", "service", env={**bare, "ANTHROPIC_API_KEY": "sk-ant-not-on-disk"})
         assert restarted.returncode == 0, restarted.stderr
         after = {s.name: s for s in stack.status()}
         assert all(s.running for s in after.values()), after
@@ -296,6 +315,9 @@ def test_restart_service_keeps_restate_and_the_world_and_records_the_new_pid(tmp
         assert not pid_alive(before["replenisher"])
         assert after["restate-server"].pid == before["restate-server"]
         assert after["world"].pid == before["world"]
+        settings = _environ(new_pid)
+        assert settings["REPLENISHER_CODE_VERSION"] == "v7", "the setting `up` ran with, though this shell lacks it"
+        assert settings["REPLENISHER_WORLD_URL"] == world
 
         # The world kept what it was told and what it saw; the new service answers through Restate.
         assert httpx.get(f"{world}/erp/stock/SKU-7", timeout=10).json()["on_hand"] == 500

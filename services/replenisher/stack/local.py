@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -100,11 +101,40 @@ class ProcessRecord(BaseModel):
     url: str
 
 
+SETTINGS_PREFIX = "REPLENISHER_"
+SECRET_SETTINGS = ("ANTHROPIC_API_KEY",)
+
+
+class ServiceSettings(BaseModel):
+    """The service's settings from the environment `up()` ran in, so `restart()` starts it the
+    same way from any shell. Secrets are recorded by name only, never written to disk."""
+
+    values: dict[str, str] = Field(default_factory=dict)
+    secrets: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, env: Mapping[str, str], wired: Iterable[str]) -> ServiceSettings:
+        skip = set(wired)  # the stack's own wiring (world URL, day length) comes from its config
+        values = {k: v for k, v in env.items() if k.startswith(SETTINGS_PREFIX) and k not in skip}
+        return cls(values=values, secrets=[k for k in SECRET_SETTINGS if env.get(k)])
+
+    def restored(self, env: Mapping[str, str]) -> dict[str, str]:
+        """What to add to `env` for the same settings; a variable set in `env` itself wins."""
+        missing = [k for k in self.secrets if not env.get(k)]
+        if missing:
+            raise StackError(
+                f"the service was started with {', '.join(missing)} set, which is not recorded on disk: "
+                "export it in this shell to restart it the same way"
+            )
+        return {k: v for k, v in self.values.items() if k not in env}
+
+
 class StackState(BaseModel):
     """What `up()` leaves behind for `down()` and `status()` in other processes."""
 
     config: StackConfig
     processes: list[ProcessRecord] = Field(default_factory=list)
+    service_settings: ServiceSettings = Field(default_factory=ServiceSettings)
 
 
 class ProcessStatus(BaseModel):
@@ -157,7 +187,7 @@ class Stack:
         if cfg.catalogue is not None:
             world_env["WORLD_CATALOGUE"] = cfg.catalogue
         world = HypercornApp(cfg.world_app, cfg.world_port, world_env, name="world", log_path=cfg.log_dir / "world.log")
-        service_env = {"REPLENISHER_WORLD_URL": cfg.world_url, "REPLENISHER_DAY_SECONDS": day, **cfg.service_env}
+        service_env = {**_service_wiring(cfg), **cfg.service_env}
         service = HypercornApp(
             cfg.service_app,
             cfg.service_port,
@@ -186,7 +216,8 @@ class Stack:
             listing = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
             raise StackError(f"the stack in {self.config.state_dir} is already running: {listing}")
         ensure_ports_free(self.config.all_ports())
-        state = StackState(config=self.config)
+        wired = [*_service_wiring(self.config), *self.config.service_env]
+        state = StackState(config=self.config, service_settings=ServiceSettings.of(os.environ, wired))
         started: list[ManagedProcess] = []
         try:
             for process, url in self._processes():
@@ -208,8 +239,10 @@ class Stack:
         """Stop one recorded process and start it again as `up()` did; record the new PID.
 
         The settings are the recorded ones (ports, day length, catalogue, extra env), not this
-        object's: a restart from another shell must not move the process. Restarting the
-        service re-registers it, as `up()` does, so changed code is picked up.
+        object's: a restart from another shell must not move the process. The service also gets
+        the REPLENISHER_* settings `up()` ran with, unless this shell sets them itself; a secret
+        it ran with (ANTHROPIC_API_KEY) must be in this shell, since it is not recorded.
+        Restarting the service re-registers it, as `up()` does.
         """
         state = self._read_state()
         if state is None:
@@ -220,11 +253,16 @@ class Stack:
             raise StackError(f"no process {name!r} in the stack: one of {', '.join(names)}")
         index = names.index(wanted)
         old = state.processes[index]
+        cfg = state.config
+        if wanted == SERVICE_NAME:
+            # Checked before anything is stopped: a refused restart leaves the service as it was.
+            restored = state.service_settings.restored(os.environ)
+            cfg = cfg.model_copy(update={"service_env": {**restored, **cfg.service_env}})
         if pid_runs(old.pid, old.executable):
             terminate_pid(old.pid, signal.Signals(old.stop_signal))
             if pid_runs(old.pid, old.executable):
                 raise StackError(f"could not stop {wanted} (pid {old.pid})")
-        process, url = next((p, u) for p, u in self._processes(state.config) if p.name == wanted)
+        process, url = next((p, u) for p, u in self._processes(cfg) if p.name == wanted)
         process.start()
         state.processes[index] = _record(process, url)
         # Recorded before waiting, so `down()` stops the new process even if it never gets ready.
@@ -253,6 +291,11 @@ class Stack:
             raise StackError(f"could not stop: {', '.join(still)}")
         self.state_file.unlink(missing_ok=True)
         return before
+
+
+def _service_wiring(cfg: StackConfig) -> dict[str, str]:
+    """The settings the stack itself gives the service: where the world is, how long a day is."""
+    return {"REPLENISHER_WORLD_URL": cfg.world_url, "REPLENISHER_DAY_SECONDS": format_seconds(cfg.day_seconds)}
 
 
 def _record(process: ManagedProcess, url: str) -> ProcessRecord:
