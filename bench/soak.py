@@ -4,36 +4,40 @@ Starts its own restate-server, simulated world and replenisher service on free p
 the manager auto-approve, watches every SKU, and until the target number of replenishments
 has ended keeps doing damage at random: SIGKILL the service or restate-server (and bring
 it back), take a supplier down, lose the answer to an order it took, drop or withhold its
-replies, raise its prices. Then it stops the damage, lets the runs finish and checks the
-outcome against the world's own records:
+replies, raise its prices. Then it stops the damage, lets the runs finish and audits the
+outcome PO by PO against the world's own records (`bench.soak_audit` says exactly what):
+every order at every supplier matched to a run's PO; every run of every SKU (ids
+1..runs_started) read and accounted for; every message the world sent matched one by one to
+a run that consumed it or a SKU that keeps it; waits past their deadline, invocations Restate
+is backing off or failed, and orders open with no run following them counted as stuck.
 
-- every order a supplier holds is a PO the agents placed, for the SKU on it;
-- no PO has two orders, and no run has orders under two POs;
-- every run has ended, or is visibly waiting for something;
-- every message the world delivered was read by a run or kept in its SKU's record.
-
-It prints `soak: runs=N faults=N duplicates=0 lost=0 stuck=0` and exits non-zero when an
-invariant breaks. `python -m bench.soak --runs 1000` for the long one; SOAK_SEED repeats one.
+It ends with `soak: runs=N faults=F pos_audited=P duplicates=0 lost=0 stuck=0
+open_orders_without_run=0` and exits non-zero when anything is off. `python -m bench.soak
+--runs 1000` for the long one; SOAK_SEED repeats one.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
 import random
 import re
+import resource
 import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench.own_stack import OwnStack, start_own_stack
-from replenisher.domain.sku import RECENT_OUTCOMES, SkuRecord
+from bench.soak_audit import Evidence, audit
+from replenisher.domain.sku import SkuRecord
+from replenisher.stack.admin import sql
 
 DAY_SECONDS = 0.1
 SUPPLIERS = ("north", "south", "east")
@@ -52,6 +56,24 @@ def start_stack(base: Path) -> OwnStack:
         "REPLENISHER_GOODS_GRACE_DAYS": "30",
     }
     return start_own_stack(base, DAY_SECONDS, service_env, {"RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL": "1s"})
+
+
+def stack_cpu_seconds(stack: OwnStack) -> float:
+    """CPU time the soak and its stack have used: this process, the processes it has reaped
+    (killed ones included), and the live restate-server, world and service."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    tick = os.sysconf("SC_CLK_TCK")
+    for process in (stack.restate, stack.world, stack.service):
+        if process.pid is not None and process.running:
+            try:
+                fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
 
 
 def seed_world(client: httpx.Client, world: str, skus: list[str], rng: random.Random) -> None:
@@ -101,6 +123,21 @@ def do_damage(stack: OwnStack, client: httpx.Client, rng: random.Random) -> str:
     return f"{fault} ({supplier})"
 
 
+def read_record(client: httpx.Client, ingress: str, sku: str) -> SkuRecord:
+    """The SKU's record through its `status` handler; a few tries, then the failure stands."""
+    error = ""
+    for attempt in range(3):
+        try:
+            response = client.get(f"{ingress}/SkuAgent/{sku}/status")
+            if response.status_code == 200:
+                return SkuRecord.model_validate(response.json())
+            error = f"HTTP {response.status_code}: {response.text[:200]}"
+        except httpx.HTTPError as e:
+            error = f"{type(e).__name__}: {e}"
+        time.sleep(0.5 * (attempt + 1))
+    raise LookupError(error)
+
+
 def records(client: httpx.Client, ingress: str, skus: list[str]) -> dict[str, SkuRecord]:
     found = {}
     for sku in skus:
@@ -114,102 +151,98 @@ def ended_runs(client: httpx.Client, ingress: str, skus: list[str]) -> int:
     return sum(r.stats.runs for r in records(client, ingress, skus).values())
 
 
-@dataclass
-class Verdict:
-    runs: int
-    faults: int
-    duplicates: int
-    lost: int
-    stuck: int
-    problems: list[str]
+async def read_runs(ingress: str, run_ids: list[str], unreadable: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Every run's `state` view, a few at a time."""
+    views: dict[str, dict[str, Any]] = {}
+    limit = asyncio.Semaphore(8)
 
-    def line(self) -> str:
-        return (
-            f"soak: runs={self.runs} faults={self.faults} duplicates={self.duplicates} "
-            f"lost={self.lost} stuck={self.stuck}"
-        )
+    async def read(client: httpx.AsyncClient, run_id: str) -> None:
+        async with limit:
+            error = ""
+            for attempt in range(3):
+                try:
+                    response = await client.post(f"{ingress}/Replenish/{run_id}/state")
+                    if response.status_code == 200:
+                        views[run_id] = response.json()
+                        return
+                    error = f"HTTP {response.status_code}: {response.text[:200]}"
+                except httpx.HTTPError as e:
+                    error = f"{type(e).__name__}: {e}"
+                await asyncio.sleep(0.5 * (attempt + 1))
+            unreadable[run_id] = error
+
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0)) as client:
+        await asyncio.gather(*(read(client, run_id) for run_id in run_ids))
+    return views
 
 
-def audit(stack: OwnStack, client: httpx.Client, skus: list[str], faults: int) -> Verdict:
-    ingress, world = stack.restate.ingress_url, stack.world.url
-    agents = records(client, ingress, skus)
-    orders = client.get(f"{world}/admin/orders").json()["orders"]
-    messages = client.get(f"{world}/admin/messages").json()["messages"]
-    problems: list[str] = []
-
-    # Orders against POs: one order per PO, one PO ordered per run, every order a known PO.
-    per_po = Counter(o["po_number"] for o in orders)
-    duplicates = sum(n - 1 for n in per_po.values() if n > 1)
-    per_run = Counter(re.sub(r"-\d+$", "", o["po_number"]) for o in orders)
-    duplicates += sum(n - 1 for n in per_run.values() if n > 1)
-    problems += [f"PO {po} has {n} orders" for po, n in per_po.items() if n > 1]
-    problems += [f"run {run} has {n} live orders" for run, n in per_run.items() if n > 1]
-    known_pos = {o.po_number for r in agents.values() for o in r.outcomes if o.po_number}
-    for record in agents.values():
-        if record.active is not None:
-            state = client.post(f"{ingress}/Replenish/{record.active.run_id}/state").json()["state"] or {}
-            if state.get("po"):
-                known_pos.add(state["po"]["po_number"])
-    for order in orders:
-        if order["sku"] not in skus or not order["po_number"].startswith(f"PO-{order['sku']}-"):
-            duplicates += 1
-            problems.append(f"order {order['po_number']} is not for a SKU's own PO")
-        elif order["po_number"] not in known_pos and agents[order["sku"]].stats.runs <= RECENT_OUTCOMES:
-            # (past RECENT_OUTCOMES runs the record no longer lists every PO it placed)
-            duplicates += 1
-            run_id = "replenish-" + re.sub(r"-\d+$", "", order["po_number"]).removeprefix("PO-")
-            seen = [o for o in agents[order["sku"]].outcomes if o.run_id == run_id]
-            problems.append(
-                f"order {order['po_number']} is held by {order['supplier']} but no run placed it; {run_id}: "
-                + (f"{seen[0].outcome} with {seen[0].po_number}: {seen[0].detail}" if seen else "no record")
-            )
-            history = client.post(f"{ingress}/Replenish/{run_id}/state").json()["state"]["history"]
-            problems += [f"  {t['turn']} {t['tool']}: {t['summary']}" for t in history]
-
-    # Messages: every one the world delivered was read by a run, or is kept, or waits in the active run.
-    lost = 0
+def gather_evidence(stack: OwnStack, client: httpx.Client, skus: list[str]) -> Evidence:
+    """Everything the audit reads, from the world, the agents and Restate's own tables."""
+    ingress, world, admin = stack.restate.ingress_url, stack.world.url, stack.restate.admin_url
+    found: dict[str, SkuRecord] = {}
+    unreadable: dict[str, str] = {}
     for sku in skus:
-        record = agents.get(sku)
-        delivered = sum(1 for m in messages if m["sku"] == sku and m["status"] == "delivered")
-        undelivered = [m for m in messages if m["sku"] == sku and m["status"] != "delivered"]
-        if undelivered:
-            lost += len(undelivered)
-            problems.append(f"{sku}: {len(undelivered)} messages never delivered: {undelivered[0]['reason']}")
-        if record is None:
-            lost += delivered
-            continue
-        accounted = record.stats.messages_consumed + len(record.kept) + record.kept_overflow
-        accounted += len(record.active.routed) if record.active else 0
-        if accounted != delivered:
-            lost += abs(delivered - accounted)
-            problems.append(f"{sku}: the world delivered {delivered} messages, the agent accounts for {accounted}")
+        try:
+            found[sku] = read_record(client, ingress, sku)
+        except LookupError as e:
+            unreadable[sku] = str(e)
+    run_ids = [f"replenish-{sku}-{n}" for sku, r in found.items() for n in range(1, r.runs_started + 1)]
+    runs = asyncio.run(read_runs(ingress, run_ids, unreadable))
+    run_rows = sql(
+        admin,
+        "SELECT target_service_key, status, completion_result, completion_failure FROM sys_invocation "
+        "WHERE target_service_name = 'Replenish' AND target_handler_name = 'run'",
+    )
+    promises: dict[str, dict[str, Any]] = {}
+    for row in sql(
+        admin,
+        "SELECT service_key, key, completion_success_value_utf8 FROM sys_promise "
+        "WHERE service_name = 'Replenish' AND completed = true",
+    ):
+        value = row.get("completion_success_value_utf8")
+        promises.setdefault(row["service_key"], {})[row["key"]] = json.loads(value) if value else None
+    troubled = sql(
+        admin,
+        "SELECT target, target_handler_name, status, completion_result, completion_failure, last_failure "
+        "FROM sys_invocation WHERE status IN ('backing-off', 'paused') OR completion_result = 'failure'",
+    )
+    closures = client.get(f"{world}/erp/closures").json()["closures"]
+    return Evidence(
+        skus=skus,
+        records=found,
+        unreadable=unreadable,
+        runs=runs,
+        run_invocations={row["target_service_key"]: row for row in run_rows},
+        promises=promises,
+        troubled=troubled,
+        orders=client.get(f"{world}/admin/orders").json()["orders"],
+        messages=client.get(f"{world}/admin/messages").json()["messages"],
+        closed_pos={c["po_number"] for c in closures},
+        now=time.time(),
+    )
 
-    # Runs: ended, or visibly waiting for something.
-    stuck = 0
-    for sku, record in agents.items():
-        if record.active is not None:
-            waiting = client.post(f"{ingress}/Replenish/{record.active.run_id}/current_wait").json()
-            if not waiting:
-                stuck += 1
-                problems.append(f"{sku}: {record.active.run_id} is active and waits for nothing")
-    runs = sum(r.stats.runs for r in agents.values())
+
+def summarise(records: dict[str, SkuRecord]) -> None:
     outcomes: Counter[str] = Counter()
-    for record in agents.values():
+    for record in records.values():
         outcomes.update(record.stats.by_outcome)
     print("soak: outcomes " + ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
     reasons = Counter(
         f"{o.outcome}: {re.sub(r'[0-9.]+', 'N', o.detail)}"
-        for r in agents.values()
+        for r in records.values()
         for o in r.outcomes
         if o.outcome != "received"
     )
     for reason, n in reasons.most_common(4):
         print(f"soak:   {n:4d} x {reason}")
-    return Verdict(runs, faults, duplicates, lost, stuck, problems)
 
 
 def settle(stack: OwnStack, client: httpx.Client, skus: list[str], timeout: float) -> None:
-    """No more damage: suppliers behave, watching stops, running replenishments finish."""
+    """No more damage: suppliers behave, watching stops, running replenishments finish.
+
+    With the watch off nobody calls `check`, so a SKU holding a run whose order may exist
+    (`unresolved`) is checked here: that reconciles it by PO number, as its watch would have.
+    """
     ingress, world = stack.restate.ingress_url, stack.world.url
     for supplier in SUPPLIERS:
         client.delete(f"{world}/faults/suppliers/{supplier}").raise_for_status()
@@ -218,8 +251,11 @@ def settle(stack: OwnStack, client: httpx.Client, skus: list[str], timeout: floa
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         agents = records(client, ingress, skus)
+        for sku, record in agents.items():
+            if record.active is None and record.unresolved is not None:
+                client.post(f"{ingress}/SkuAgent/{sku}/check")
         pending = [m for m in client.get(f"{world}/admin/messages").json()["messages"] if m["status"] == "pending"]
-        if not pending and not any(r.active for r in agents.values()):
+        if not pending and not any(r.active or r.unresolved for r in agents.values()):
             return
         time.sleep(0.5)
 
@@ -227,15 +263,18 @@ def settle(stack: OwnStack, client: httpx.Client, skus: list[str], timeout: floa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=int(os.environ.get("SOAK_RUNS", "30")))
-    parser.add_argument("--skus", type=int, default=8)
-    parser.add_argument("--max-minutes", type=float, default=float(os.environ.get("SOAK_MAX_MINUTES", "10")))
+    # More SKUs for a longer soak: runs of different SKUs overlap, so 1,000 runs fit in the time.
+    parser.add_argument("--skus", type=int, default=None, help="default: 8, or one per 40 runs up to 24")
+    # The damage phase; settling and the audit take at most three minutes more (15 in all).
+    parser.add_argument("--max-minutes", type=float, default=float(os.environ.get("SOAK_MAX_MINUTES", "12")))
     parser.add_argument("--fault-every", type=float, default=1.5, help="seconds between faults, on average")
     parser.add_argument("--min-faults", type=int, default=int(os.environ.get("SOAK_MIN_FAULTS", "20")))
     parser.add_argument("--seed", type=int, default=int(os.environ.get("SOAK_SEED", str(random.randrange(1 << 30)))))
     args = parser.parse_args(argv)
 
     rng = random.Random(args.seed)
-    skus = [f"SOAK-{i:03d}" for i in range(1, args.skus + 1)]
+    n_skus = args.skus or max(8, min(24, args.runs // 40))
+    skus = [f"SOAK-{i:03d}" for i in range(1, n_skus + 1)]
     base = Path(tempfile.mkdtemp(prefix="replenisher-soak-"))
     print(
         f"soak: seed {args.seed}, {len(skus)} SKUs, until {args.runs} replenishments have ended "
@@ -249,22 +288,39 @@ def main(argv: list[str] | None = None) -> int:
             for sku in skus:
                 client.post(f"{stack.restate.ingress_url}/SkuAgent/{sku}/watch", json={}).raise_for_status()
             started = time.monotonic()
-            last_report = 0.0
+            last_report, last_done, last_cpu = 0.0, 0, stack_cpu_seconds(stack)
             while True:
                 done = ended_runs(client, stack.restate.ingress_url, skus)
                 elapsed = time.monotonic() - started
                 if (done >= args.runs and faults >= args.min_faults) or elapsed > args.max_minutes * 60:
                     break
-                if elapsed - last_report > 10:
-                    print(f"soak: {elapsed:4.0f}s  {done} replenishments ended, {faults} faults so far", flush=True)
-                    last_report = elapsed
+                if elapsed - last_report > 30:
+                    # CPU per run over the last interval: flat if nothing grows with the soak's size,
+                    # whatever the machine's load does to the wall-clock rate.
+                    cpu = stack_cpu_seconds(stack)
+                    per_run = (cpu - last_cpu) / max(done - last_done, 1)
+                    print(
+                        f"soak: {elapsed:4.0f}s  {done} replenishments ended, {faults} faults so far; "
+                        f"{per_run:.2f} CPU-s per run lately, load {os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
+                    last_report, last_done, last_cpu = elapsed, done, cpu
                 time.sleep(rng.expovariate(1 / args.fault_every))
                 what = do_damage(stack, client, rng)
                 faults += 1
                 print(f"soak: {time.monotonic() - started:4.0f}s  fault: {what}", flush=True)
             print("soak: stopping the damage and letting the running replenishments finish", flush=True)
-            settle(stack, client, skus, timeout=180)
-            verdict = audit(stack, client, skus, faults)
+            settle(stack, client, skus, timeout=150)
+            audit_started = time.monotonic()
+            evidence = gather_evidence(stack, client, skus)
+            summarise(evidence.records)
+            verdict = audit(evidence, faults)
+            print(
+                f"soak: audited {len(evidence.runs)} runs, {len(evidence.orders)} orders and "
+                f"{len(evidence.messages)} messages in {time.monotonic() - audit_started:.1f}s; "
+                f"whole soak {time.monotonic() - started:.0f}s, {stack_cpu_seconds(stack):.0f} CPU-s",
+                flush=True,
+            )
     finally:
         stack.stop()
     for problem in verdict.problems:
