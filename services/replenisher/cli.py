@@ -1,7 +1,9 @@
 """`replenisher`: the command line for people. Thin clients over Restate's ingress and admin API.
 
 Human-readable output by default, `--json` for scripts. Exit codes: 0 done; 1 refused, not
-found, or nothing to approve; 2 bad usage; 3 Restate not reachable.
+found, or nothing to approve; 2 bad usage; 3 Restate not reachable; 4 the replenisher
+service is down (Restate answers, the service does not) and nothing was done; 5 the service
+is down, but Restate accepted the command and runs it when the service is back.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import shutil
 import sys
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,10 +25,19 @@ from pydantic import BaseModel, Field
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.costs import CostLedger
 from replenisher.timeline.format import clock, duration, shorten
-from replenisher.timeline.restate import OperatorError, RestateClient, Unreachable, valid_sku
+from replenisher.timeline.restate import (
+    Accepted,
+    OperatorError,
+    RestateClient,
+    ServiceDown,
+    Unreachable,
+    valid_sku,
+)
 
 EXIT_REFUSED = 1
 EXIT_UNREACHABLE = 3
+EXIT_SERVICE_DOWN = 4
+EXIT_ACCEPTED = 5
 DEFAULT_CONSOLE_PORT = 8090
 
 COMMANDS = """\
@@ -121,9 +133,22 @@ class Progress:
 # --- the commands -----------------------------------------------------------------------
 
 
+def _key() -> str:
+    """Every command that changes something carries an idempotency key: Restate runs it once,
+    and while the service is down the key finds the call Restate holds (its invocation id)."""
+    return f"cli-{uuid.uuid4()}"
+
+
+def down_banner(client: RestateClient) -> str:
+    health = client.degraded
+    if health is None:
+        return ""
+    return f"note: {health.line()}\n      shown from Restate's storage: what the agents last saved\n"
+
+
 async def cmd_check(client: RestateClient, args: argparse.Namespace) -> int:
     sku = valid_sku(args.sku)
-    result = await client.ingress("POST", f"/SkuAgent/{sku}/check")
+    result = await client.ingress("POST", f"/SkuAgent/{sku}/check", idempotency_key=_key())
 
     def human() -> str:
         line = f"{sku}: on hand {result['on_hand']}, safety stock {result['safety_stock']}"
@@ -142,7 +167,7 @@ async def cmd_check(client: RestateClient, args: argparse.Namespace) -> int:
 async def cmd_watch(client: RestateClient, args: argparse.Namespace) -> int:
     sku = valid_sku(args.sku)
     body = {"interval_days": args.every} if args.every else {}
-    record = await client.ingress("POST", f"/SkuAgent/{sku}/watch", body)
+    record = await client.ingress("POST", f"/SkuAgent/{sku}/watch", body, idempotency_key=_key())
     every = record["watch"]["interval_days"]
     emit(args, record, lambda: f"{sku}: checking stock every {every:g} business day{'s' if every != 1 else ''}")
     return 0
@@ -150,7 +175,7 @@ async def cmd_watch(client: RestateClient, args: argparse.Namespace) -> int:
 
 async def cmd_unwatch(client: RestateClient, args: argparse.Namespace) -> int:
     sku = valid_sku(args.sku)
-    record = await client.ingress("POST", f"/SkuAgent/{sku}/unwatch")
+    record = await client.ingress("POST", f"/SkuAgent/{sku}/unwatch", idempotency_key=_key())
     emit(args, record, lambda: f"{sku}: no longer checking stock on a timer")
     return 0
 
@@ -271,6 +296,9 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
     finally:
         await inbox.aclose()
     verdict = f"approved up to {decided.up_to:.2f}" if approved else "rejected"
+    if decided.accepted_as is not None:
+        emit(args, {"decided": decided, "run_state": None}, decided.accepted_line)
+        return EXIT_ACCEPTED
     state = None
     if not args.no_wait and not decided.kept:
         progress = Progress(f"waiting for {decided.run_id} to read the decision")
@@ -301,6 +329,9 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
     from replenisher.console.overview import sku_rows
 
     rows = await sku_rows(client)
+    health = await client.health()
+    if health.service_down:
+        client.degraded = health
     now = time.time()
 
     def human() -> str:
@@ -309,7 +340,7 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
         out = [("SKU", "watched", "runs", "active run", "now", "last outcome")]
         for r in rows:
             if r.retrying:
-                doing = f"RETRYING: {r.retrying}"
+                doing = r.retrying
             elif r.waiting is not None:
                 since = f" for {duration(now - r.waiting_since)}" if r.waiting_since else ""
                 doing = f"{r.waiting.tool}{since} (until {clock(r.waiting.deadline)[11:19]})"
@@ -576,7 +607,18 @@ HANDLERS: dict[str, Callable[[RestateClient, argparse.Namespace], Awaitable[int]
 
 async def run_client_command(args: argparse.Namespace) -> int:
     async with RestateClient(ingress_url(args), admin_url(args)) as client:
-        return await HANDLERS[args.command](client, args)
+        try:
+            code = await HANDLERS[args.command](client, args)
+        except Accepted as e:
+            if args.json:
+                since = e.health.since
+                print(json.dumps({"accepted": True, "invocation_id": e.invocation_id, "service_down_since": since}))
+            else:
+                print(f"{e}.")
+            return EXIT_ACCEPTED
+        if client.degraded is not None and not args.json and code != EXIT_ACCEPTED:
+            print(down_banner(client).rstrip(), file=sys.stderr)
+        return code
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -596,6 +638,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     except Unreachable as e:
         print(f"error: {e} (start it with `make up`)", file=sys.stderr)
         return EXIT_UNREACHABLE
+    except ServiceDown as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_SERVICE_DOWN
     except OperatorError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_REFUSED

@@ -173,7 +173,7 @@ def test_an_outage_band_runs_from_the_first_failed_attempt_until_the_service_was
     j.notify(promise, T0 + 20, kind="GetPromise")
     j.step("decide 1", T0 + 20.1, 0.001)
     # Another invocation journaled a command at T0+9: the service was back by then.
-    t = timeline(j, None, alive_after={T0 + 6: T0 + 9})
+    t = timeline(j, None, answered={T0 + 5: T0 + 9})
 
     assert len(t.bands) == 1
     band = t.bands[0]
@@ -200,9 +200,9 @@ def test_an_outage_still_going_is_open_and_counts_the_attempts() -> None:
     t = timeline(j, None, invocation=inv, now=T0 + 60)
 
     assert len(t.bands) == 1 and t.bands[0].end is None and t.bands[0].retries == 7
-    assert t.status.startswith("retrying (attempt 8)")
+    assert t.status.startswith("service down since 2027-01-15 08:00:01 UTC"), t.status
     text = render_text(t, width=120)
-    assert "service down now" in text and "7 retries so far" in text
+    assert "service down now" in text and "7 attempts refused" in text
     assert t.turns[0].action is not None and t.turns[0].action.end is None, "the step never finished"
 
 
@@ -261,6 +261,86 @@ def test_a_message_that_could_not_be_delivered_while_the_service_was_down_draws_
     deliver.command("Input", T0 + 10)
     deliver.failed_attempt(T0 + 10.01, "error when calling 'http://127.0.0.1:9080/': Connection refused", "RT0010")
     deliver.failed_attempt(T0 + 11, "HTTPStatusError: 503 from the ERP", "RT0007", command="read stock")
-    t = timeline(j, None, related_failures=transient_failures(deliver.events), alive_after={T0 + 10.01: T0 + 29})
+    t = timeline(j, None, related_failures=transient_failures(deliver.events), answered={T0 + 10.01: T0 + 29})
 
     assert [(b.start, b.end) for b in t.bands] == [(T0 + 10.01, T0 + 29)], "only the outage, not the ERP's error"
+
+
+TRACEBACK = (
+    "HTTPStatusError(\"Server error '503 ' for url 'http://w/suppliers/acme/quotes'\\nFor more information check: "
+    'https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/503")\nTraceback (most recent call last):\n'
+    '  File "/srv/replenisher/adapters/http.py", line 75, in check\n    response.raise_for_status()\n'
+)
+
+
+def test_a_step_retried_because_a_supplier_answers_503_is_a_retrying_step_not_an_outage() -> None:
+    j = Journal()
+    j.command("Input", T0)
+    j.step("decide 0", T0 + 0.01, 0.001)
+    # Restate journals a step only once it succeeds: until then only its failures name it.
+    j.failed_attempt(T0 + 0.05, TRACEBACK, command="get_quotes 0")
+    inv = invocation(
+        {
+            "id": "inv_1",
+            "status": "backing-off",
+            "retry_count": 4,
+            "last_failure": "[500 Internal] " + TRACEBACK,
+            "last_failure_error_code": "RT0007",
+            "last_failure_related_command_name": "get_quotes 0",
+            "next_retry_at": iso(T0 + 20),
+            "created_at": iso(T0),
+        }
+    )
+    t = timeline(j, None, invocation=inv, now=T0 + 15)
+
+    assert t.bands == [], "a supplier's 503 is not the service being down"
+    step = t.retrying_step
+    assert step is not None and step.name == "get_quotes" and step.end is None
+    assert (step.attempts, step.next_attempt_at) == (4, T0 + 20)
+    assert step.errors == ["HTTPStatusError(\"Server error '503 ' for url 'http://w/suppliers/acme/quotes'\")"]
+    assert t.status.startswith("retrying get_quotes: 4 attempts failed; last error: HTTPStatusError")
+    assert "next attempt 08:00:20" in t.status
+    text = render_text(t, width=160)
+    assert "Traceback" not in text and "service down" not in text.split("key:")[0]
+    assert "get_quotes is being retried: 4 attempts failed" in text
+    page = render_html(t)
+    assert page.count("Traceback (most recent call last)") == 1, "once, folded"
+    folded = re.search(r"<details><summary>details</summary><pre>(.*?)</pre></details>", page, re.S)
+    assert folded is not None and "Traceback" in folded.group(1)
+    assert "data-kind='outage'" not in page
+
+
+def test_two_outages_are_two_bands_each_ending_when_the_service_answered_again() -> None:
+    j = Journal()
+    j.step("decide 0", T0, 0.001)
+    j.wait("approval-0", T0 + 0.1, deadline=T0 + 500)
+    refused = "error when calling 'http://127.0.0.1:9080/': Connection refused"
+    j.failed_attempt(T0 + 10, refused, "RT0010")
+    j.failed_attempt(T0 + 100, refused, "RT0010")
+    j.failed_attempt(T0 + 130, refused, "RT0010")
+    t = timeline(j, None, answered={T0 + 10: T0 + 40, T0 + 100: T0 + 160})
+
+    assert [(b.start, b.end) for b in t.bands] == [(T0 + 10, T0 + 40), (T0 + 100, T0 + 160)]
+    assert all(b.ended_by == "the service answered again" for b in t.bands)
+    assert "08:00:10 to 08:00:40, when the service answered again" in render_text(t, width=200)
+
+
+def test_a_decided_approval_shows_who_when_limit_note_and_channel_instead_of_why_it_waited() -> None:
+    from replenisher.timeline.model import Decision
+
+    state = state_with(
+        ("get_quotes", "need prices", "ok"),
+        ("wait_for_approval", "the manager has not decided yet", "approved up to 4.40"),
+    )
+    decision = Decision(round=0, po_number="PO-9", approved=True, up_to=4.4, by="Dana", note="ok for Q1")
+    decision.channel = "manager"
+    t = timeline(quoted_then_approved(), state, decisions=[decision])
+
+    wait = next(turn for turn in t.turns if turn.tool == "wait_for_approval")
+    assert wait.decision is not None and wait.decision.at == T0 + 12.0, "when the run received it"
+    line = wait.decision.line()
+    assert line == "approved up to 4.40 (PO-9) · by Dana · via manager · at 2027-01-15 08:00:12 UTC · note: ok for Q1"
+    text = render_text(t, width=200)
+    assert f"decision: {line}" in text and "the manager has not decided yet" not in text
+    assert "round 1: approved up to 4.40" in text
+    assert "data-decision" in render_html(t)

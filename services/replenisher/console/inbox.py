@@ -16,11 +16,21 @@ import asyncio
 import time
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from replenisher.domain.documents import ApprovalDecision, ApprovalRequest
+from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
-from replenisher.timeline.restate import OperatorError, Refused, RestateClient, RunView, Unreachable, valid_sku
+from replenisher.timeline.format import clock
+from replenisher.timeline.restate import (
+    Accepted,
+    OperatorError,
+    Refused,
+    RestateClient,
+    RunView,
+    Unreachable,
+    valid_sku,
+)
 
 _TIMEOUT = httpx.Timeout(15.0, connect=3.0)
 
@@ -101,6 +111,23 @@ class Decided(BaseModel):
     up_to: float | None
     routed_to: str | None
     kept: bool
+    accepted_as: str | None = Field(
+        default=None, description="the service is down: the invocation Restate holds, to run when it is back"
+    )
+    service_down_since: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        return f"approved up to {self.up_to:.2f}" if self.approved and self.up_to is not None else "rejected"
+
+    def accepted_line(self) -> str:
+        """What to say when the service is down: Restate holds the decision, nothing failed."""
+        since = f" since {clock(self.service_down_since)}" if self.service_down_since else ""
+        ident = f" (invocation {self.accepted_as})" if self.accepted_as else ""
+        return (
+            f"{self.po_number} {self.verdict}: Restate accepted the decision{ident}. The replenisher service is "
+            f"down{since}; {self.run_id} will read the decision when the service is back."
+        )
 
 
 def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
@@ -135,11 +162,17 @@ def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
 
 
 async def pending_approvals(client: RestateClient, inbox: ManagerInbox) -> list[PendingApproval]:
-    """Every request in the manager's inbox whose run still waits for it, oldest first."""
+    """Every request in the manager's inbox whose run still waits for it, the nearest deadline
+    first. The runs are read with two SQL queries over Restate's storage, however many
+    requests: no invocation per request, and it works while the service is down."""
     entries = await inbox.pending()
-    views = await asyncio.gather(*(client.run_view(e.request.run_id) for e in entries))
-    pending = [p for e, v in zip(entries, views, strict=True) if (p := still_pending(e, v)) is not None]
-    return sorted(pending, key=lambda p: p.requested_at)
+    run_ids = sorted({e.request.run_id for e in entries})
+    states, waiting = await asyncio.gather(client.run_states(run_ids), client.waiting_runs())
+    views = {
+        r: RunView(state=without_secrets(states[r]) if r in states else None, waiting=waiting.get(r)) for r in run_ids
+    }
+    pending = [p for e in entries if (p := still_pending(e, views[e.request.run_id])) is not None]
+    return sorted(pending, key=lambda p: (p.decide_by, p.requested_at))
 
 
 async def pending_for(
@@ -203,7 +236,22 @@ async def decide(
     )
     # One key per token and decision: a double click or a retried request delivers once.
     key = f"manager-{pending.token}-{'approve' if approved else 'reject'}-{up_to}"
-    answer = await client.deliver(pending.sku, "approval", decision.model_dump(mode="json"), idempotency_key=key)
+    try:
+        answer = await client.deliver(pending.sku, "approval", decision.model_dump(mode="json"), idempotency_key=key)
+    except Accepted as e:
+        return Decided(
+            sku=pending.sku,
+            run_id=pending.run_id,
+            po_number=pending.po_number,
+            token=pending.token,
+            requested_at=pending.requested_at,
+            approved=approved,
+            up_to=up_to,
+            routed_to=None,
+            kept=False,
+            accepted_as=e.invocation_id or "",
+            service_down_since=e.health.since,
+        )
     return Decided(
         sku=pending.sku,
         run_id=pending.run_id,

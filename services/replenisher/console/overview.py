@@ -7,6 +7,8 @@ from pydantic import BaseModel
 
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import SkuRecord
+from replenisher.timeline.build import is_outage_text
+from replenisher.timeline.format import clock
 from replenisher.timeline.model import Invocation, Waiting
 from replenisher.timeline.restate import RestateClient
 
@@ -38,8 +40,14 @@ def row_of(
     run = record.active.run_id if record.active else None
     inv = invocations.get(run) if run else None
     retrying = None
-    if inv is not None and inv.status == "backing-off":
-        retrying = f"attempt {(inv.retry_count or 0) + 1} failed: {inv.last_failure or 'no error recorded'}"
+    if inv is not None and inv.backing_off:
+        tries = inv.retry_count or 1
+        next_at = f", next {clock(inv.next_retry_at)[11:19]}" if inv.next_retry_at else ""
+        if is_outage_text(inv.last_failure_code, inv.last_failure):
+            retrying = f"service down: {tries} attempts refused{next_at}: {inv.last_failure}"
+        else:
+            step = (inv.last_failure_command or "the run").rsplit(" ", 1)[0]
+            retrying = f"retrying {step}: {tries} attempts failed{next_at}; last error: {inv.last_failure}"
     return SkuRow(
         sku=record.sku,
         watching=record.watch.watching,

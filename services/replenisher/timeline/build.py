@@ -22,11 +22,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from pydantic import BaseModel
+
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Wait
 from replenisher.timeline.journal import JournalEntry, TransientFailure
-from replenisher.timeline.model import Band, Invocation, Span, Timeline, Turn, Waiting
+from replenisher.timeline.model import Band, Decision, Invocation, Span, Timeline, Turn, Waiting
 
 STEP = re.compile(r"^(?P<tool>[a-z_]+) (?P<turn>\d+)$")
 DELAY = re.compile(r"^before (?P<tool>[a-z_]+) (?P<turn>\d+)$")
@@ -43,27 +45,33 @@ STATE_GONE = "the run's own state is gone too: only the outcome kept in the SKU'
 
 def is_outage(failure: TransientFailure) -> bool:
     """A failure of the service itself (down, or died mid-attempt), not of a step's outside call."""
-    text = failure.message.lower()
-    return failure.code in UNREACHABLE_CODES or any(word in text for word in UNREACHABLE_WORDS)
+    return is_outage_text(failure.code, failure.message)
 
 
-def outage_clusters(entries: list[JournalEntry], failures: list[TransientFailure]) -> list[list[TransientFailure]]:
-    """Failures outside steps, grouped by the command that ended them (or none yet)."""
-    commands = [e for e in entries if e.is_command]
-    clusters: dict[int | None, list[TransientFailure]] = {}
-    for failure in failures:
-        if not _is_band_failure(failure, entries):
+def is_outage_text(code: str | None, message: str | None) -> bool:
+    text = (message or "").lower()
+    return code in UNREACHABLE_CODES or any(word in text for word in UNREACHABLE_WORDS)
+
+
+class OutageGroup(BaseModel):
+    start: float
+    failures: list[TransientFailure]
+
+
+def group_outages(failures: Iterable[TransientFailure], answered: Mapping[float, float | None]) -> list[OutageGroup]:
+    """Refused attempts in stretches: one starts at a refused attempt and lasts until the service
+    answered again (`answered[start]`, the first sign of life after it); refusals before that
+    belong to it. A start missing from `answered` is not looked up yet: the stretch is taken to
+    run on, so the caller looks it up and groups again."""
+    groups: list[OutageGroup] = []
+    end: float | None = None
+    for failure in sorted((f for f in failures if is_outage(f)), key=lambda f: f.at):
+        if groups and (end is None or failure.at < end):
+            groups[-1].failures.append(failure)
             continue
-        after = next((c.index for c in commands if c.at > failure.at), None)
-        clusters.setdefault(after, []).append(failure)
-    return [sorted(c, key=lambda f: f.at) for c in clusters.values()]
-
-
-def _is_band_failure(failure: TransientFailure, entries: list[JournalEntry]) -> bool:
-    if is_outage(failure):
-        return True
-    steps = {e.name for e in entries if e.is_command and e.kind == "Run" and STEP.match(e.name)}
-    return failure.command not in steps
+        groups.append(OutageGroup(start=failure.at, failures=[failure]))
+        end = answered.get(failure.at)
+    return groups
 
 
 def build_timeline(
@@ -77,13 +85,17 @@ def build_timeline(
     state: State | None = None,
     waiting: Waiting | None = None,
     outcome: ReplenishmentResult | None = None,
-    alive_after: Mapping[float, float] | None = None,
+    answered: Mapping[float, float | None] | None = None,
     related_failures: Iterable[TransientFailure] = (),
+    down_now: bool = False,
+    decisions: Iterable[Decision] = (),
 ) -> Timeline:
-    """`alive_after` maps the time of an outage's last recorded failure to the first command any
-    invocation journaled after it: the earliest proof the service was back. `related_failures`
-    are failed attempts of the SKU agent's own invocations during the run (a message that
-    could not be delivered because the service was down): their outages are drawn too."""
+    """`answered` maps the start of each outage (its first refused attempt) to the first sign
+    after it that the service answered again (see `group_outages`). `related_failures` are
+    failed attempts of the SKU agent's own invocations during the run (a message that could
+    not be delivered because the service was down): their outages are drawn too. `down_now`:
+    Restate's attempts to reach the service are being refused right now. `decisions`: the
+    manager's answers the run received, one per approval message."""
     entries = sorted(entries, key=lambda e: e.index)
     failures = sorted([*failures, *(f for f in related_failures if is_outage(f))], key=lambda f: f.at)
     timeline = Timeline(
@@ -99,9 +111,11 @@ def build_timeline(
     )
     turns, steps, output_at = _turns_from_journal(entries)
     _add_history(turns, state)
+    _add_step_errors(turns, steps, failures, entries)
+    _add_live_retry(turns, steps, invocation, entries)
+    timeline.decisions = _decisions(turns, list(decisions), state)
     timeline.turns = [turns[n] for n in sorted(turns)]
-    _add_step_errors(steps, failures, entries)
-    timeline.bands = _bands(entries, failures, invocation, alive_after or {}, now)
+    timeline.bands = _bands(entries, failures, invocation, answered or {}, down_now, now)
     timeline.started_at = _first(
         state.started_at if state else None,
         outcome.started_at if outcome else None,
@@ -192,42 +206,135 @@ def _add_history(turns: dict[int, Turn], state: State | None) -> None:
             t.tool = "deciding" if t.end is None else "done"
 
 
-def _add_step_errors(steps: dict[str, Span], failures: list[TransientFailure], entries: list[JournalEntry]) -> None:
+def _add_step_errors(
+    turns: dict[int, Turn], steps: dict[str, Span], failures: list[TransientFailure], entries: list[JournalEntry]
+) -> None:
+    """Errors of a step's own work (an outside call failing) go on that step; a step that has
+    not succeeded yet is not in the journal, so it is drawn from its first failure."""
     for failure in failures:
-        if _is_band_failure(failure, entries) or failure.command is None:
+        if is_outage(failure) or failure.command is None:
             continue
-        span = steps.get(failure.command)
-        if span is not None and failure.message not in span.errors:
+        span = steps.get(failure.command) or _unjournaled_step(turns, steps, failure.command, failure.at, entries)
+        if span is None:
+            continue
+        if failure.message not in span.errors:
             span.errors.append(failure.message)
+        if failure.details and failure.details not in span.details:
+            span.details.append(failure.details)
+
+
+def _unjournaled_step(
+    turns: dict[int, Turn], steps: dict[str, Span], command: str, at: float, entries: list[JournalEntry]
+) -> Span | None:
+    m = STEP.match(command)
+    if m is None or m["tool"] == "decide":
+        return None
+    before = [e.at for e in entries if e.at <= at]
+    span = Span(kind="step", name=m["tool"], start=max(before) if before else at)
+    n = int(m["turn"])
+    turn = turns.setdefault(n, Turn(turn=n, tool=m["tool"]))
+    turn.spans.append(span)
+    steps[command] = span
+    return span
+
+
+def _add_live_retry(
+    turns: dict[int, Turn], steps: dict[str, Span], invocation: Invocation | None, entries: list[JournalEntry]
+) -> None:
+    """The step Restate is retrying right now: its attempts, last error and next attempt."""
+    inv = invocation
+    if inv is None or not inv.backing_off or is_outage_text(inv.last_failure_code, inv.last_failure):
+        return
+    command = inv.last_failure_command
+    if command is None:
+        return
+    span = steps.get(command) or _unjournaled_step(turns, steps, command, inv.last_start_at or 0.0, entries)
+    if span is None or span.end is not None:
+        return
+    span.retrying = True
+    span.attempts = inv.retry_count
+    span.next_attempt_at = inv.next_retry_at
+    if inv.last_failure and inv.last_failure not in span.errors:
+        span.errors.append(inv.last_failure)
+    if inv.last_failure_details and inv.last_failure_details not in span.details:
+        span.details.append(inv.last_failure_details)
+
+
+def _decisions(turns: dict[int, Turn], decisions: list[Decision], state: State | None) -> list[Decision]:
+    """Each approval round's answer on the turn that waited for it, completed from the run's
+    own record of the round it is in (who decided, when, on which channel)."""
+    by_round = {d.round: d.model_copy() for d in decisions}
+    approval = state.approval if state else None
+    if approval is not None and approval.status in ("approved", "rejected"):
+        current = state.next_message_number("approval") - 1 if state else -1
+        found = by_round.get(current)
+        if found is None or found.po_number in (None, approval.request.po_number):
+            d = found or Decision(round=current, po_number=approval.request.po_number)
+            d.status = approval.status
+            d.by = approval.decided_by or d.by
+            d.note = approval.note or d.note
+            d.up_to = approval.approved_up_to if approval.status == "approved" else d.up_to
+            d.approved = approval.status == "approved"
+            d.at = getattr(approval, "decided_at", None) or d.at
+            d.channel = getattr(approval, "channel", None) or d.channel
+            by_round[current] = d
+    for turn in turns.values():
+        action = turn.action
+        if action is None or action.kind != "wait" or not (action.promise or "").startswith("approval-"):
+            continue
+        try:
+            n = int((action.promise or "").rsplit("-", 1)[1])
+        except ValueError:
+            continue
+        d = by_round.get(n)
+        if d is None and action.end is None:
+            d = by_round[n] = Decision(round=n, status="pending")
+        elif d is None and action.ended_by == "timeout":
+            d = by_round[n] = Decision(round=n, status="timed_out")
+        if d is None:
+            continue
+        if d.at is None and action.end is not None and action.ended_by == "message":
+            d.at = action.end
+        if d.status is None and "refused" in turn.summary:
+            d.status = "refused"
+        turn.decision = d
+    return [by_round[n] for n in sorted(by_round) if n >= 0]
 
 
 def _bands(
     entries: list[JournalEntry],
     failures: list[TransientFailure],
     invocation: Invocation | None,
-    alive_after: Mapping[float, float],
+    answered: Mapping[float, float | None],
+    down_now: bool,
     now: float,
 ) -> list[Band]:
-    commands = [e for e in entries if e.is_command]
+    inv = invocation
+    run_refused = inv is not None and inv.backing_off and is_outage_text(inv.last_failure_code, inv.last_failure)
     bands = []
-    for cluster in outage_clusters(entries, failures):
-        last = cluster[-1].at
-        ends = [c.at for c in commands if c.at > last][:1]
-        if last in alive_after:
-            ends.append(alive_after[last])
-        band = Band(start=cluster[0].at, end=min(ends) if ends else None, errors=_distinct(f.message for f in cluster))
-        if band.end is None and not (invocation and invocation.status == "backing-off"):
-            band.end = last  # attempts stopped failing, but nothing shows when it was back
+    commands = [e.at for e in entries if e.is_command]
+    for group in group_outages(failures, answered):
+        if group.start in answered:
+            end = answered[group.start]
+        else:  # not looked up: the run's own next command at least shows the service was back
+            end = next((at for at in commands if at > group.failures[-1].at), None)
+        band = Band(start=group.start, end=end, errors=_distinct(f.message for f in group.failures))
+        if end is not None:
+            band.ended_by = "the service answered again"
+        elif not (down_now or run_refused):
+            band.end = group.failures[-1].at  # attempts stopped failing, but nothing shows when it was back
         bands.append(band)
-    if invocation is not None and invocation.status == "backing-off":
+    if run_refused and inv is not None:
         open_band = next((b for b in bands if b.end is None), None)
         if open_band is None:
-            last_command = commands[-1].at if commands else (invocation.created_at or now)
+            commands = [e for e in entries if e.is_command]
+            last_command = commands[-1].at if commands else (inv.created_at or now)
             open_band = Band(start=last_command, end=None)
             bands.append(open_band)
-        if invocation.last_failure and invocation.last_failure not in open_band.errors:
-            open_band.errors.append(invocation.last_failure)
-        open_band.retries = invocation.retry_count
+        if inv.last_failure and inv.last_failure not in open_band.errors:
+            open_band.errors.append(inv.last_failure)
+        open_band.retries = inv.retry_count
+        open_band.next_attempt_at = inv.next_retry_at
     return sorted(bands, key=lambda b: b.start)
 
 
@@ -239,6 +346,8 @@ def _notes(
         notes.append(JOURNAL_GONE)
         if state is None:
             notes.append(STATE_GONE if outcome is not None else "nothing is known about this run")
+    elif state is None and not timeline.finished and len(timeline.turns) <= 1:
+        notes.append("the run has not finished its first turn yet: reasons and summaries come with it")
     elif state is None:
         notes.append("the run's state could not be read: turns are shown without reasons or summaries")
     if outcome is not None and outcome.turns > len(timeline.turns) and timeline.source == "outcome":

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from html import escape
 
 from replenisher.timeline.format import clock, duration, shorten
-from replenisher.timeline.model import Span, Timeline, Turn
-from replenisher.timeline.text import SOURCES
+from replenisher.timeline.model import Span, Timeline, Turn, retry_line
+from replenisher.timeline.text import SOURCES, band_line
 
 Scale = Callable[[float], float]
 
@@ -40,6 +40,22 @@ STYLE = """
 .tl .legend span { display: inline-block; margin-right: 14px; font-size: 12px; color: #4b5563; }
 .tl .sw { display: inline-block; width: 14px; height: 10px; margin-right: 4px; vertical-align: middle; }
 .tl .outcome { font-weight: 600; margin-top: 8px; }
+.tl .decision { color: #1e3a5f; font-size: 13px; }
+.tl .retrying { color: #92400e; font-size: 13px; }
+.tl details { font-size: 12px; color: #4b5563; }
+.tl details pre { white-space: pre-wrap; word-break: break-word; max-height: 24em; overflow: auto;
+  background: #f3f4f6; padding: 6px; }
+.tl .tablewrap { overflow-x: auto; }
+.tl ul.decisions { margin: 4px 0 8px 18px; padding: 0; }
+.tl .chartwrap { overflow-x: auto; }
+.tl table.turns td { overflow-wrap: anywhere; }
+@media (max-width: 700px) {
+  .tl svg { min-width: 640px; }
+  .tl table.turns thead { display: none; }
+  .tl table.turns tr { display: block; border-bottom: 1px solid #e5e7eb; padding: 4px 0; }
+  .tl table.turns td { display: inline-block; border: none; padding: 2px 6px 2px 0; }
+  .tl table.turns td:last-child { display: block; }
+}
 """
 
 
@@ -47,6 +63,7 @@ def render_html(timeline: Timeline) -> str:
     title = escape(f"{timeline.run_id} timeline")
     return (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width, initial-scale=1'>"
         f"<title>{title}</title><style>{STYLE}</style></head>"
         f"<body style='margin:24px'>{render_fragment(timeline)}</body></html>\n"
     )
@@ -60,10 +77,11 @@ def render_fragment(t: Timeline) -> str:
     parts.append(f"<p class=source>from {escape(SOURCES[t.source])}</p>")
     parts += [f"<p class=note>{escape(note)}</p>" for note in t.notes]
     if t.source == "journal" and t.span is not None:
-        parts.append(render_svg(t))
+        parts.append(f"<div class=chartwrap>{render_svg(t)}</div>")
         parts.append(_legend())
     parts.append(_table(t))
     parts.append(_outcome(t))
+    parts.append(_decisions(t))
     parts += [f"<p class=security>security: {escape(e)}</p>" for e in t.security_events]
     parts.append("</section>")
     return "\n".join(parts)
@@ -103,7 +121,7 @@ def render_svg(t: Timeline) -> str:
     for band in t.bands:
         b_end = band.end if band.end is not None else t.now
         x0, x1 = x(band.start), x(b_end)
-        tip = f"service down {clock(band.start)} → {clock(band.end) if band.end else 'now'} " + "; ".join(band.errors)
+        tip = "service down: " + band_line(band)
         out.append(
             f"<g class='band' data-kind='outage'><title>{escape(tip)}</title>"
             f"<rect x='{x0:.1f}' y='{TOP - 6}' width='{max(x1 - x0, 3):.1f}' height='{height - TOP}' "
@@ -203,10 +221,14 @@ def _tip(turn: Turn) -> str:
         lines.append(f"{clock(turn.start)}, took {duration(end - turn.start) if end is not None else 'so far ...'}")
     if turn.summary:
         lines.append(turn.summary)
-    if turn.reason:
+    if turn.decision is not None:
+        lines.append(f"decision: {turn.decision.line()}")
+    elif turn.reason:
         lines.append(f"why: {turn.reason}")
     for s in turn.spans:
-        if s.errors:
+        if s.retrying:
+            lines.append(f"{s.name} is being retried: {retry_line(s)}")
+        elif s.errors:
             lines.append(f"{s.name} retried after: " + "; ".join(s.errors))
     return "\n".join(lines)
 
@@ -227,7 +249,7 @@ def _legend() -> str:
 
 def _table(t: Timeline) -> str:
     rows = [
-        "<table class=turns><thead><tr><th>turn</th><th>when</th><th>tool</th><th>took</th>"
+        "<div class=tablewrap><table class=turns><thead><tr><th>turn</th><th>when</th><th>tool</th><th>took</th>"
         "<th>what happened</th></tr></thead><tbody>"
     ]
     body: list[tuple[float, int, str]] = []
@@ -239,10 +261,18 @@ def _table(t: Timeline) -> str:
         what = escape(turn.summary or ("in progress" if action is not None and action.end is None else "-"))
         if action is not None and action.kind == "wait" and action.ended_by:
             what = f"<b>{'message' if action.ended_by == 'message' else 'timed out'}</b> · " + what
-        extra = f"<div class=why>why: {escape(turn.reason)}</div>" if turn.reason else ""
+        if turn.decision is not None:
+            extra = f"<div class=decision data-decision>decision: {escape(turn.decision.line())}</div>"
+        else:
+            extra = f"<div class=why>why: {escape(turn.reason)}</div>" if turn.reason else ""
         for s in turn.spans:
-            if s.errors:
+            if s.retrying:
+                retry = escape(f"{s.name} is being retried: {retry_line(s)}")
+                extra += f"<div class=retrying data-retrying>{retry}</div>"
+            elif s.errors:
                 extra += f"<div class=err>{escape(s.name)} retried after: {escape('; '.join(s.errors))}</div>"
+            if s.details:
+                extra += _details(s.details)
         row = (
             f"<tr data-turn='{turn.turn}'><td class=num>{turn.turn}</td><td class=num>{escape(when)}</td>"
             f"<td>{escape(turn.tool)}</td><td class=num>{escape(took)}</td><td>{what}{extra}</td></tr>"
@@ -250,15 +280,29 @@ def _table(t: Timeline) -> str:
         body.append((start if start is not None else float(turn.turn), 1, row))
     for band in t.bands:
         end = band.end if band.end is not None else t.now
+        label = "service down" if band.end is not None else "service down now"
         row = (
             f"<tr class=band-row><td class=num>-</td><td class=num>{escape(clock(band.start))}</td>"
-            f"<td class=err>service down</td><td class=num>{escape(duration(end - band.start))}</td>"
-            f"<td class=err>{escape('; '.join(band.errors))}</td></tr>"
+            f"<td class=err>{label}</td><td class=num>{escape(duration(end - band.start))}</td>"
+            f"<td class=err>{escape(band_line(band))}</td></tr>"
         )
         body.append((band.start, 0, row))
     rows += [row for *_, row in sorted(body, key=lambda r: (r[0], r[1]))]
-    rows.append("</tbody></table>")
+    rows.append("</tbody></table></div>")
     return "".join(rows)
+
+
+def _details(texts: list[str]) -> str:
+    """Tracebacks stay folded: the one-line error above says what happened."""
+    body = "\n\n".join(texts)
+    return f"<details><summary>details</summary><pre>{escape(body)}</pre></details>"
+
+
+def _decisions(t: Timeline) -> str:
+    if not t.decisions:
+        return ""
+    items = "".join(f"<li>round {d.round + 1}: {escape(d.line())}</li>" for d in t.decisions)
+    return f"<p class=outcome>decisions</p><ul class=decisions id=decisions>{items}</ul>"
 
 
 def _outcome(t: Timeline) -> str:

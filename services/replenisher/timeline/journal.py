@@ -8,6 +8,7 @@ promise keys and timer wake-up times. Nothing here does I/O.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,12 +91,26 @@ class TransientFailure(BaseModel):
     message: str
     code: str | None = None
     command: str | None = Field(default=None, description="the journaled step it happened in, if any")
+    details: str | None = Field(default=None, description="the error in full, with its traceback")
+
+
+_STATUS_PREFIX = re.compile(r"^\[\d{3} [A-Za-z ]+\]\s*")
+_MORE_INFO = re.compile(r"(\\n|\n)For more information check: \S+?(?=\"\)|$)")
 
 
 def error_text(message: Any) -> str:
-    """An error's first line: httpx appends a 'For more information check: <url>' line."""
-    text = str(message or "unknown error").strip()
-    return text.split("\n", 1)[0].rstrip()
+    """An error in one line: without Restate's `[500 Internal]`, the traceback that follows,
+    or the 'For more information check: <url>' line httpx appends (also inside a repr)."""
+    text = _STATUS_PREFIX.sub("", str(message or "unknown error").strip())
+    text = _MORE_INFO.sub("", text)
+    return text.split("\n", 1)[0].rstrip() or "unknown error"
+
+
+def error_details(message: Any, stacktrace: Any = None) -> str | None:
+    """The whole error, traceback included, when there is more of it than its one line."""
+    parts = [_STATUS_PREFIX.sub("", str(message or "").strip()), str(stacktrace or "").strip()]
+    text = "\n".join(p for p in parts if p)
+    return text if text and text.strip() != error_text(message) else None
 
 
 def journal_entries(rows: list[Row]) -> list[JournalEntry]:
@@ -139,6 +154,7 @@ def transient_failures(rows: list[Row]) -> list[TransientFailure]:
                 message=error_text(event.get("error_message")),
                 code=event.get("restate_doc_error_code"),
                 command=event.get("related_command_name") or None,
+                details=error_details(event.get("error_message"), event.get("error_stacktrace")),
             )
         )
     return sorted(failures, key=lambda f: f.at)
@@ -146,12 +162,17 @@ def transient_failures(rows: list[Row]) -> list[TransientFailure]:
 
 def invocation(row: Row) -> Invocation:
     retry = row.get("retry_count")
+    failure = row.get("last_failure")
     return Invocation(
         id=str(row["id"]),
         status=str(row.get("status") or "unknown"),
         created_at=epoch(row.get("created_at")),
         completed_at=epoch(row.get("completed_at")),
         retry_count=int(retry) if retry is not None else None,
-        last_failure=row.get("last_failure"),
+        last_failure=error_text(failure) if failure else None,
+        last_failure_details=error_details(failure) if failure else None,
+        last_failure_code=row.get("last_failure_error_code") or None,
+        last_failure_command=row.get("last_failure_related_command_name") or None,
+        last_start_at=epoch(row.get("last_start_at")),
         next_retry_at=epoch(row.get("next_retry_at")),
     )

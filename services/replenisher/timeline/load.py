@@ -5,9 +5,12 @@ from __future__ import annotations
 import time
 
 from replenisher.domain.sku import SkuRecord
-from replenisher.timeline.build import build_timeline, is_outage, outage_clusters
+from replenisher.timeline.build import build_timeline, group_outages, is_outage
+from replenisher.timeline.journal import TransientFailure
 from replenisher.timeline.model import Timeline
 from replenisher.timeline.restate import NotFound, RestateClient, run_id_of, valid_sku
+
+MAX_OUTAGES = 50  # look-ups of "when did it answer again" per timeline; older stretches merge
 
 
 def chosen_run(record: SkuRecord, number: int | None) -> str:
@@ -31,6 +34,18 @@ async def load_timeline(client: RestateClient, sku: str, number: int | None = No
     return await load_run_timeline(client, record, run_id)
 
 
+async def answered_times(client: RestateClient, failures: list[TransientFailure]) -> dict[float, float | None]:
+    """For each outage, the first sign the service answered again: looked up one stretch at a
+    time, since where one stretch ends decides where the next begins."""
+    answered: dict[float, float | None] = {}
+    for _ in range(MAX_OUTAGES):
+        missing = [g.start for g in group_outages(failures, answered) if g.start not in answered]
+        if not missing:
+            break
+        answered[missing[0]] = await client.answered_after(missing[0])
+    return answered
+
+
 async def load_run_timeline(client: RestateClient, record: SkuRecord, run_id: str) -> Timeline:
     outcome = next((o for o in record.outcomes if o.run_id == run_id), None)
     view = await client.run_view(run_id)
@@ -38,17 +53,16 @@ async def load_run_timeline(client: RestateClient, record: SkuRecord, run_id: st
     entries = await client.journal(invocation.id) if invocation else []
     failures = await client.failures(invocation.id) if invocation else []
     begin = view.state.started_at if view.state else (outcome.started_at if outcome else None)
+    if begin is None and invocation is not None:
+        begin = invocation.created_at
     end = outcome.ended_at if outcome else time.time()
     related = [
         f
-        for f in (await client.sku_agent_failures(record.sku) if entries else [])
+        for f in (await client.sku_agent_failures(record.sku) if entries or failures else [])
         if is_outage(f) and begin is not None and begin <= f.at <= end
     ]
-    alive_after = {}
-    for cluster in outage_clusters(entries, [*failures, *related]):
-        back = await client.first_command_after(cluster[-1].at)
-        if back is not None:
-            alive_after[cluster[-1].at] = back
+    answered = await answered_times(client, [*failures, *related])
+    health = client.degraded or (await client.health() if outcome is None else None)
     return build_timeline(
         run_id,
         record.sku,
@@ -59,6 +73,8 @@ async def load_run_timeline(client: RestateClient, record: SkuRecord, run_id: st
         state=view.state,
         waiting=view.waiting,
         outcome=outcome,
-        alive_after=alive_after,
+        answered=answered,
         related_failures=related,
+        down_now=bool(health and health.service_down),
+        decisions=await client.approval_messages(run_id),
     )

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.timeline.format import clock
 
 SpanKind = Literal["decision", "step", "wait", "delay"]
 EndedBy = Literal["message", "timeout"]
@@ -30,10 +31,56 @@ class Span(BaseModel):
     promise: str | None = Field(default=None, description="for a wait: the durable promise it waited on")
     deadline: float | None = Field(default=None, description="for a wait: when its timer would fire")
     ended_by: EndedBy | None = Field(default=None, description="for a wait: the message arrived, or the timer")
+    retrying: bool = Field(default=False, description="Restate is retrying it now: its last attempt failed")
+    attempts: int | None = Field(default=None, description="attempts so far, while it is being retried")
+    next_attempt_at: float | None = Field(default=None, description="when Restate tries it again")
+    details: list[str] = Field(default_factory=list, description="the full error texts (tracebacks), for a toggle")
 
     @property
     def retried(self) -> bool:
         return bool(self.errors)
+
+
+class Decision(BaseModel):
+    """The manager's answer to one approval round, as the run received it (never its token)."""
+
+    round: int = Field(description="the approval message's number: approval-<round>")
+    po_number: str | None = None
+    approved: bool | None = None
+    up_to: float | None = None
+    by: str | None = None
+    note: str = ""
+    channel: str | None = Field(default=None, description="the sender's party: operator, manager, ...")
+    at: float | None = Field(default=None, description="when the run received it")
+    status: str | None = Field(default=None, description="what the run made of it: approved, rejected, refused")
+
+    @property
+    def verdict(self) -> str:
+        if self.status == "refused":
+            return "refused (token or PO did not match)"
+        if self.status == "timed_out":
+            return "no decision before the deadline"
+        if self.status == "pending":
+            return "waiting for the manager"
+        if self.approved is None:
+            return self.status or "unknown"
+        if self.approved:
+            return f"approved up to {self.up_to:.2f}" if self.up_to is not None else "approved at the asked price"
+        return "rejected"
+
+    def line(self) -> str:
+        """One line for people: verdict, who, channel, when, note."""
+        parts = [self.verdict + (f" ({self.po_number})" if self.po_number else "")]
+        if self.status in ("timed_out", "pending"):
+            return parts[0]
+        parts.append(f"by {self.by}" if self.by else "by (not recorded)")
+        if self.channel:
+            parts.append(f"via {self.channel}")
+        if self.at is not None:
+            parts.append(f"at {clock(self.at)}")
+        if self.note:
+            parts.append(f"note: {self.note}")
+        return " · ".join(parts)
 
 
 class Turn(BaseModel):
@@ -42,6 +89,7 @@ class Turn(BaseModel):
     reason: str = ""
     summary: str = ""
     spans: list[Span] = Field(default_factory=list)
+    decision: Decision | None = Field(default=None, description="for an approval wait: the manager's answer")
 
     @property
     def start(self) -> float | None:
@@ -67,6 +115,8 @@ class Band(BaseModel):
     end: float | None = Field(default=None, description="None while attempts still fail")
     errors: list[str] = Field(default_factory=list)
     retries: int | None = Field(default=None, description="attempts so far, for an outage still going on")
+    next_attempt_at: float | None = Field(default=None, description="for an outage still going on")
+    ended_by: str | None = Field(default=None, description="the evidence the service answered again")
 
 
 class Waiting(BaseModel):
@@ -84,8 +134,16 @@ class Invocation(BaseModel):
     created_at: float | None = None
     completed_at: float | None = None
     retry_count: int | None = None
-    last_failure: str | None = None
+    last_failure: str | None = Field(default=None, description="the last failed attempt's error, one line")
+    last_failure_details: str | None = Field(default=None, description="that error in full (a traceback)")
+    last_failure_code: str | None = None
+    last_failure_command: str | None = Field(default=None, description="the step it failed in, if any")
+    last_start_at: float | None = None
     next_retry_at: float | None = None
+
+    @property
+    def backing_off(self) -> bool:
+        return self.status == "backing-off"
 
 
 class Timeline(BaseModel):
@@ -103,6 +161,15 @@ class Timeline(BaseModel):
     bands: list[Band] = Field(default_factory=list)
     outcome: ReplenishmentResult | None = None
     security_events: list[str] = Field(default_factory=list)
+    decisions: list[Decision] = Field(default_factory=list, description="every approval round's answer")
+
+    @property
+    def open_outage(self) -> Band | None:
+        return next((b for b in self.bands if b.end is None), None)
+
+    @property
+    def retrying_step(self) -> Span | None:
+        return next((s for t in self.turns for s in t.spans if s.retrying), None)
 
     @property
     def finished(self) -> bool:
@@ -113,9 +180,13 @@ class Timeline(BaseModel):
         """One line for people: how the run stands now."""
         if self.outcome is not None:
             return f"ended {self.outcome.outcome}: {self.outcome.detail}"
-        if self.invocation is not None and self.invocation.status == "backing-off":
-            tries = self.invocation.retry_count or 0
-            return f"retrying (attempt {tries + 1}): {self.invocation.last_failure or 'no error recorded'}"
+        if (band := self.open_outage) is not None:
+            return f"service down since {clock(band.start)}: Restate's attempts to reach it are refused"
+        if (step := self.retrying_step) is not None:
+            return f"retrying {step.name}: {retry_line(step)}"
+        if self.invocation is not None and self.invocation.backing_off:
+            inv = self.invocation
+            return f"retrying (attempt {inv.retry_count or 1} failed): {inv.last_failure or 'no error recorded'}"
         if self.waiting is not None:
             return f"waiting in {self.waiting.tool} (the next {self.waiting.event} message)"
         last = self.turns[-1].action if self.turns else None
@@ -145,3 +216,15 @@ class Timeline(BaseModel):
         if self.day_seconds is None or self.started_at is None:
             return None
         return (t - self.started_at) / self.day_seconds
+
+
+def retry_line(step: Span) -> str:
+    """A retrying step in one line: attempts, the last error, the next attempt."""
+    parts = []
+    if step.attempts:
+        parts.append(f"{step.attempts} attempt{'s' if step.attempts != 1 else ''} failed")
+    if step.errors:
+        parts.append(f"last error: {step.errors[-1]}")
+    if step.next_attempt_at is not None:
+        parts.append(f"next attempt {clock(step.next_attempt_at)[11:19]}")
+    return "; ".join(parts) or "retrying"

@@ -1,36 +1,49 @@
 """What Restate knows, read over its two doors: the ingress (the agents' own handlers) and the
 admin API's SQL introspection (sys_invocation, sys_journal, sys_journal_events, state).
 
-One small async client for the CLI and the console. Errors come out as three exceptions a
-person can act on: Restate is not reachable, the thing asked for does not exist, or Restate
-refused the request (with its message).
+One small async client for the CLI and the console. Errors come out as exceptions a person
+can act on: Restate is not reachable, the service is down (Restate answers, the deployment
+does not), the thing asked for does not exist, or Restate refused the request (with its
+message). A call is not left hanging on a dead service: when ingress has not answered
+within `patience`, Restate's own records say whether the service is down; if it is, a read
+gives up at once (and the agents' state is read from Restate's storage instead), and a
+write, which Restate has accepted and will run when the service is back, says so with its
+invocation id (`Accepted`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+import uuid
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from replenisher.domain.documents import Sku
+from replenisher.domain.security import without_secrets
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
+from replenisher.timeline.build import is_outage_text
+from replenisher.timeline.format import clock
 from replenisher.timeline.journal import (
     JournalEntry,
     Row,
     TransientFailure,
     epoch,
+    error_text,
     invocation,
     journal_entries,
     sql_time,
     transient_failures,
 )
-from replenisher.timeline.model import Invocation, Waiting
+from replenisher.timeline.model import Decision, Invocation, Waiting
 
 _SKU = TypeAdapter(Sku)
 _TIMEOUT = httpx.Timeout(30.0, connect=3.0)
+PATIENCE = 1.5  # seconds an ingress call may take before Restate is asked whether the service is down
 
 
 class OperatorError(Exception):
@@ -49,6 +62,48 @@ class Refused(OperatorError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
+
+
+class Health(BaseModel):
+    """Whether the replenisher service answers Restate, from Restate's own records."""
+
+    service_down: bool = False
+    since: float | None = Field(default=None, description="the first refused attempt of this outage")
+    error: str | None = Field(default=None, description="the last refusal, one line")
+    waiting_invocations: int = Field(default=0, description="invocations Restate holds until the service is back")
+    next_attempt_at: float | None = None
+
+    def line(self) -> str:
+        if not self.service_down:
+            return "the service answers"
+        since = f" since {clock(self.since)}" if self.since is not None else ""
+        held = f"; Restate holds {self.waiting_invocations} invocation(s) until it is back" * bool(
+            self.waiting_invocations
+        )
+        return f"the replenisher service is down{since} (Restate answers, the service does not: {self.error}){held}"
+
+
+class ServiceDown(OperatorError):
+    """Restate is up, but its attempts to reach the replenisher service are refused."""
+
+    def __init__(self, health: Health) -> None:
+        super().__init__(health.line())
+        self.health = health
+
+
+class Accepted(OperatorError):
+    """Restate accepted the call, and runs it when the service is back: not a failure."""
+
+    def __init__(self, what: str, invocation_id: str | None, health: Health) -> None:
+        ident = f" as invocation {invocation_id}" if invocation_id else ""
+        since = f" since {clock(health.since)}" if health.since is not None else ""
+        super().__init__(
+            f"Restate accepted {what}{ident}; the replenisher service is down{since}, "
+            "so it will run when the service is back"
+        )
+        self.what = what
+        self.invocation_id = invocation_id
+        self.health = health
 
 
 class RunView(BaseModel):
@@ -73,11 +128,20 @@ def run_id_of(sku: str, number: int) -> str:
 
 
 class RestateClient:
-    def __init__(self, ingress_url: str, admin_url: str, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        ingress_url: str,
+        admin_url: str,
+        client: httpx.AsyncClient | None = None,
+        patience: float = PATIENCE,
+    ) -> None:
         self.ingress_url = ingress_url.rstrip("/")
         self.admin_url = admin_url.rstrip("/")
         self._client = client or httpx.AsyncClient(timeout=_TIMEOUT)
         self._owns_client = client is None
+        self.patience = patience
+        self.degraded: Health | None = None
+        """Set once a read found the service down and fell back to Restate's storage."""
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -96,20 +160,118 @@ class RestateClient:
             return await self._client.request(method, url, **kwargs)
         except httpx.TransportError as e:
             base = "/".join(url.split("/", 3)[:3])
-            raise Unreachable(f"cannot reach Restate's {what} at {base} ({type(e).__name__}); is the stack up?") from e
+            raise Unreachable(
+                f"Restate is unreachable: cannot reach its {what} at {base} ({type(e).__name__}); is the stack up?"
+            ) from e
 
     async def ingress(self, method: str, path: str, body: Any = None, idempotency_key: str | None = None) -> Any:
+        """Call a handler. With an idempotency key the call is a write Restate keeps: if the
+        service is down it raises `Accepted` (it will run later), else `ServiceDown`."""
         headers = {"idempotency-key": idempotency_key} if idempotency_key else {}
         kwargs: dict[str, Any] = {"headers": headers}
         if body is not None or method == "POST":
             kwargs["json"] = body
-        response = await self._request(method, f"{self.ingress_url}{path}", "ingress", **kwargs)
+        if self.degraded is not None:
+            # Known down: do not leave one more call hanging in Restate for nothing.
+            if idempotency_key is not None:
+                raise Accepted(_what(path), await self._invocation_of(path, body, idempotency_key), self.degraded)
+            raise ServiceDown(self.degraded)
+        began = time.time()
+        call = asyncio.ensure_future(self._request(method, f"{self.ingress_url}{path}", "ingress", **kwargs))
+        try:
+            done, _ = await asyncio.wait({call}, timeout=self.patience)
+            if not done:
+                health = await self._health_or_none()
+                if health is not None and health.service_down:
+                    call.cancel()
+                    self.degraded = health
+                    if idempotency_key is not None:
+                        raise Accepted(_what(path), await self._invocation_of(path, body, idempotency_key), health)
+                    await self._drop_abandoned_read(path, began)
+                    raise ServiceDown(health)
+            response = await call
+        finally:
+            if not call.done():
+                call.cancel()
         if response.is_error:
             message = _message(response)
             if response.status_code == 404:
                 raise NotFound(message)
             raise Refused(response.status_code, message)
         return response.json() if response.content else None
+
+    async def send(self, path: str, body: Any, idempotency_key: str) -> str | None:
+        """Hand a call to Restate without waiting for it to run: its invocation id."""
+        answer = await self._request(
+            "POST",
+            f"{self.ingress_url}{path}/send",
+            "ingress",
+            json=body,
+            headers={"idempotency-key": idempotency_key},
+        )
+        if answer.is_error:
+            raise Refused(answer.status_code, _message(answer))
+        ident = answer.json().get("invocationId") if answer.content else None
+        return str(ident) if ident else None
+
+    async def _drop_abandoned_read(self, path: str, since: float) -> None:
+        """A read nobody waits for any more would otherwise run when the service is back, and
+        pile up in Restate meanwhile: kill it (a read changes nothing, so nothing is lost)."""
+        target = path.strip("/")
+        try:
+            rows = await self.sql(
+                f"SELECT id FROM sys_invocation WHERE target = {literal(target)} AND status = 'backing-off' "
+                f"AND created_at >= TIMESTAMP {literal(sql_time(since - 1))}"
+            )
+            for row in rows:
+                await self._request("PATCH", f"{self.admin_url}/invocations/{row['id']}/kill", "admin API")
+        except OperatorError:
+            pass  # best effort: the read is harmless if it runs later
+
+    async def _invocation_of(self, path: str, body: Any, idempotency_key: str) -> str | None:
+        # The same key attaches to the call Restate already holds: its id, and no second call.
+        try:
+            return await self.send(path, body if body is not None else {}, idempotency_key)
+        except OperatorError:
+            return None
+
+    async def health(self) -> Health:
+        """Is the service down? Restate's invocations that back off because the service refused
+        them say so, and since when (their first refused attempt of this outage)."""
+        rows = await self.sql(
+            "SELECT id, last_failure, last_failure_error_code, next_retry_at FROM sys_invocation "
+            "WHERE status = 'backing-off' AND target_service_name IN ('SkuAgent', 'Replenish')"
+        )
+        refused = [r for r in rows if is_outage_text(r.get("last_failure_error_code"), r.get("last_failure"))]
+        if not refused:
+            return Health()
+        ids = ", ".join(literal(str(r["id"])) for r in refused)
+        events = await self.sql(
+            "SELECT id, after_journal_entry_index, appended_at, event_type, event_json FROM sys_journal_events "
+            f"WHERE event_type = 'TransientError' AND id IN ({ids})"
+        )
+        # Restate records an error again only when it changes: an invocation's latest refusal is
+        # the start of its current run of refusals.
+        latest: dict[str, float] = {}
+        for row in events:
+            for failure in transient_failures([row]):
+                if is_outage_text(failure.code, failure.message):
+                    ident = str(row["id"])
+                    latest[ident] = max(latest.get(ident, 0.0), failure.at)
+        nexts = [t for r in refused if (t := epoch(r.get("next_retry_at"))) is not None]
+        return Health(
+            service_down=True,
+            since=min(latest.values()) if latest else None,
+            error=error_text(refused[0].get("last_failure")),
+            waiting_invocations=len(refused),
+            next_attempt_at=min(nexts) if nexts else None,
+        )
+
+    async def _health_or_none(self) -> Health | None:
+        try:
+            return await self.health()
+        except OperatorError:
+            return None
 
     async def sql(self, query: str) -> list[Row]:
         url = f"{self.admin_url}/query"
@@ -128,17 +290,47 @@ class RestateClient:
             body = await self.ingress("GET", f"/SkuAgent/{sku}/status")
         except NotFound as e:
             raise NotFound(f"unknown SKU {sku}: {e}") from None
+        except ServiceDown as e:
+            self.degraded = e.health
+            return await self.stored_sku_record(sku)
         return SkuRecord.model_validate(body)
 
     async def run_view(self, run_id: str) -> RunView:
-        return RunView.model_validate(await self.ingress("POST", f"/Replenish/{run_id}/state"))
+        try:
+            return RunView.model_validate(await self.ingress("POST", f"/Replenish/{run_id}/state"))
+        except ServiceDown as e:
+            self.degraded = e.health
+            return await self.stored_run_view(run_id)
+
+    # --- the same, from Restate's storage: what is shown while the service is down -----
+
+    async def stored_sku_record(self, sku: str) -> SkuRecord:
+        sku = valid_sku(sku)
+        rows = await self.sql(
+            "SELECT value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = 'record' "
+            f"AND service_key = {literal(sku)}"
+        )
+        if not rows or not rows[0].get("value_utf8"):
+            raise NotFound(f"unknown SKU {sku}: no agent for it in Restate's storage")
+        return SkuRecord.model_validate_json(rows[0]["value_utf8"])
+
+    async def stored_run_view(self, run_id: str) -> RunView:
+        rows = await self.sql(
+            "SELECT key, value_utf8 FROM state WHERE service_name = 'Replenish' "
+            f"AND service_key = {literal(run_id)} AND key IN ('state', 'waiting')"
+        )
+        values = {r["key"]: r["value_utf8"] for r in rows if r.get("value_utf8")}
+        state = State.model_validate_json(values["state"]) if "state" in values else None
+        waiting = Waiting.model_validate_json(values["waiting"]) if "waiting" in values else None
+        return RunView(state=without_secrets(state) if state else None, waiting=waiting)
 
     async def deliver(
         self, sku: str, event: str, payload: dict[str, Any], idempotency_key: str | None = None
     ) -> dict[str, Any]:
         sku = valid_sku(sku)
         body = {"event": event, "payload": payload}
-        answer: dict[str, Any] = await self.ingress("POST", f"/SkuAgent/{sku}/deliver", body, idempotency_key)
+        key = idempotency_key or f"operator-{uuid.uuid4()}"
+        answer: dict[str, Any] = await self.ingress("POST", f"/SkuAgent/{sku}/deliver", body, key)
         return answer
 
     # --- many agents at once, over SQL --------------------------------------------------
@@ -185,7 +377,8 @@ class RestateClient:
         targets = ", ".join(literal(f"Replenish/{r}/run") for r in run_ids)
         rows = await self.sql(
             "SELECT id, target_service_key, status, created_at, completed_at, retry_count, last_failure, "
-            f"next_retry_at FROM sys_invocation WHERE target IN ({targets})"
+            "last_failure_error_code, last_failure_related_command_name, last_start_at, next_retry_at "
+            f"FROM sys_invocation WHERE target IN ({targets})"
         )
         return {r["target_service_key"]: invocation(r) for r in rows}
 
@@ -214,13 +407,72 @@ class RestateClient:
         )
         return transient_failures(rows)
 
-    async def first_command_after(self, t: float) -> float | None:
-        """The first journal command any invocation wrote after `t`: the service was up then."""
+    async def answered_after(self, t: float) -> float | None:
+        """The first sign after `t` that the service answered Restate: a journal command (only
+        the service writes those), an invocation completing, or the start of an attempt that
+        did not fail (an invocation not backing off, whose last attempt started then)."""
+        at = f"TIMESTAMP {literal(sql_time(t))}"
+        # Every command but the Input (Restate writes that one when it accepts the call).
         rows = await self.sql(
-            "SELECT min(appended_at) AS t FROM sys_journal "
-            f"WHERE entry_type LIKE 'Command:%' AND appended_at > TIMESTAMP {literal(sql_time(t))}"
+            "SELECT min(appended_at) AS t FROM sys_journal WHERE entry_type LIKE 'Command:%' "
+            f"AND entry_type <> 'Command: Input' AND appended_at > {at}"
         )
-        return epoch(rows[0].get("t")) if rows else None
+        rows += await self.sql(
+            "SELECT min(completed_at) AS t FROM sys_invocation "
+            f"WHERE completed_at > {at} AND target_service_name IN ('SkuAgent', 'Replenish')"
+        )
+        rows += await self.sql(
+            "SELECT min(last_start_at) AS t FROM sys_invocation WHERE status <> 'backing-off' "
+            f"AND last_start_at > {at} AND target_service_name IN ('SkuAgent', 'Replenish')"
+        )
+        times = [v for r in rows if (v := epoch(r.get("t"))) is not None]
+        return min(times) if times else None
+
+    async def approval_messages(self, run_id: str) -> list[Decision]:
+        """The manager's answers the run received, from its durable promises (tokens dropped)."""
+        rows = await self.sql(
+            "SELECT key, completion_success_value_utf8 AS value FROM sys_promise WHERE service_name = 'Replenish' "
+            f"AND service_key = {literal(run_id)} AND key LIKE 'approval-%' AND completed = true"
+        )
+        decisions = []
+        for row in rows:
+            decision = decision_of(str(row["key"]), row.get("value"))
+            if decision is not None:
+                decisions.append(decision)
+        return sorted(decisions, key=lambda d: d.round)
+
+
+def decision_of(key: str, value: Any) -> Decision | None:
+    """An approval message as a Decision. The message is the payload itself, or (once the
+    sender is recorded) an envelope with `payload`, `sender` and `arrived_at`."""
+    try:
+        n = int(key.rsplit("-", 1)[1])
+        body = json.loads(value) if isinstance(value, str) else value
+    except (ValueError, IndexError, TypeError):
+        return None
+    if not isinstance(body, dict):
+        return None
+    payload = body.get("payload") if isinstance(body.get("payload"), dict) else body
+    sender = body.get("sender")
+    channel = sender.get("party") if isinstance(sender, dict) else (sender if isinstance(sender, str) else None)
+    up_to = payload.get("up_to")
+    arrived = body.get("arrived_at")
+    return Decision(
+        round=n,
+        po_number=str(payload["po_number"]) if payload.get("po_number") else None,
+        approved=payload["approved"] if isinstance(payload.get("approved"), bool) else None,
+        up_to=float(up_to) if isinstance(up_to, int | float) else None,
+        by=str(payload["by"])[:200] if payload.get("by") else None,
+        note=str(payload.get("note") or "")[:2000],
+        channel=str(channel)[:100] if channel else None,
+        at=float(arrived) if isinstance(arrived, int | float) else None,
+    )
+
+
+def _what(path: str) -> str:
+    """`/SkuAgent/SKU-1/check` as people say it: `check` for SKU-1."""
+    parts = path.strip("/").split("/")
+    return f"`{parts[-1]}` for {parts[1]}" if len(parts) >= 3 else path
 
 
 def _message(response: httpx.Response) -> str:

@@ -9,7 +9,7 @@ import textwrap
 from collections.abc import Callable
 
 from replenisher.timeline.format import clock, days, duration, shorten
-from replenisher.timeline.model import Band, Span, Timeline, Turn
+from replenisher.timeline.model import Band, Span, Timeline, Turn, retry_line
 
 Col = Callable[[float], int]
 
@@ -89,10 +89,14 @@ def _turn_rows(t: Timeline, turn: Turn, col: Col, bar_width: int, width: int) ->
         lines = [head + "  " + shorten(happened, width - len(head) - 2)]
     else:
         lines = [head, indent + shorten(happened, width - 15)]
-    if turn.reason:
+    if turn.decision is not None:
+        lines.append(indent + shorten(f"decision: {turn.decision.line()}", width - 15))
+    elif turn.reason:
         lines.append(indent + shorten(f"why: {turn.reason}", width - 15))
     for s in turn.spans:
-        if s.errors:
+        if s.retrying:
+            lines.append(indent + shorten(f"{s.name} is being retried: {retry_line(s)}", width - 15))
+        elif s.errors:
             lines.append(indent + shorten(f"{s.name} retried after: " + "; ".join(s.errors), width - 15))
     return lines
 
@@ -125,12 +129,27 @@ def _band_rows(t: Timeline, band: Band, col: Col, bar_width: int, width: int) ->
         bar[i] = "░"
     label = "service down" if band.end is not None else "service down now"
     took = duration(end - band.start)
-    retries = f"{band.retries} retries so far: " if band.retries else ""
     head = f"{'':>4}  {_at(t, band.start):>7}  {label:<24} |{''.join(bar)}| {took:>7}"
-    what = retries + "; ".join(band.errors)
+    what = band_line(band)
     if width - len(head) >= 42:
         return [head + "  " + shorten(what, width - len(head) - 2)]
     return [head, " " * 15 + shorten(what, width - 15)]
+
+
+def band_line(band: Band) -> str:
+    """An outage in one line: since when, until when (or the next attempt), what Restate got."""
+    if band.end is not None:
+        head = f"{clock(band.start)[11:19]} to {clock(band.end)[11:19]}, when the service answered again"
+        if band.ended_by is None:
+            head = f"{clock(band.start)[11:19]} to {clock(band.end)[11:19]} (the last refused attempt)"
+    else:
+        head = f"since {clock(band.start)[11:19]}"
+        if band.retries:
+            head += f", {band.retries} attempts refused"
+        if band.next_attempt_at is not None:
+            head += f", next attempt {clock(band.next_attempt_at)[11:19]}"
+    errors = "; ".join(band.errors)
+    return f"{head}: {errors}" if errors else head
 
 
 def _draw(bar: list[str], s: Span, col: Col, now: float) -> None:
@@ -160,7 +179,9 @@ def _listing(t: Timeline, width: int) -> list[str]:
     lines = [f"{'turn':>4}  {'tool':<24}  what happened"]
     for turn in t.turns:
         lines.append(f"{turn.turn:>4}  {shorten(turn.tool, 24):<24}  " + shorten(turn.summary or "-", width - 32))
-        if turn.reason:
+        if turn.decision is not None:
+            lines.append(" " * 6 + shorten(f"decision: {turn.decision.line()}", width - 6))
+        elif turn.reason:
             lines.append(" " * 6 + shorten(f"why: {turn.reason}", width - 6))
     return lines
 
@@ -177,6 +198,9 @@ def _footer(t: Timeline, width: int) -> list[str]:
         lines.append(f"now: waiting in {t.waiting.tool} until {clock(t.waiting.deadline)}")
     else:
         lines.append(f"now: {t.status}")
+    if t.decisions:
+        lines.append("decisions:")
+        lines += ["  " + shorten(f"round {d.round + 1}: {d.line()}", width - 2) for d in t.decisions]
     for event in t.security_events:
         lines.append(shorten(f"security: {event}", width))
     return lines
