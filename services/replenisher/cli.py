@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.costs import CostLedger
 from replenisher.timeline.format import clock, duration, shorten
+from replenisher.timeline.model import decision_from_approval
 from replenisher.timeline.restate import (
     Accepted,
     OperatorError,
@@ -269,11 +270,8 @@ def _run_lines(sku: str, view: Any, token: str) -> list[str]:
         lines.append(
             f"  decide with: replenisher approve {sku} --up-to {r.unit_price:.2f}   (or: replenisher reject {sku})"
         )
-    elif approval is not None:
-        lines.append(
-            f"  approval: {approval.status}"
-            + (f" up to {approval.approved_up_to:.2f}" if approval.approved_up_to else "")
-        )
+    elif (decision := decision_from_approval(approval)) is not None:
+        lines.append(f"  decision: {decision.line()}")
     return lines
 
 
@@ -391,13 +389,16 @@ async def _records(client: RestateClient, sku: str | None) -> list[Any]:
 
 async def cmd_outcomes(client: RestateClient, args: argparse.Namespace) -> int:
     records = await _records(client, args.sku)
-    results = sorted((o for r in records for o in r.outcomes), key=lambda o: o.ended_at, reverse=True)
+    results = sorted((o for r in records for o in r.outcomes), key=lambda o: o.ended_at, reverse=True)[: args.limit]
+    # Who decided lives in the run's state, which Restate keeps for its retention period.
+    states = await client.run_states([o.run_id for o in results])
+    decisions = {run: d.line() for run, st in states.items() if (d := decision_from_approval(st.approval)) is not None}
 
     def human() -> str:
         if not results:
             return "no replenishment has ended yet"
-        out = [("run", "outcome", "received", "unit price", "supplier", "took", "ended", "detail")]
-        for o in results[: args.limit]:
+        out = [("run", "outcome", "received", "unit price", "supplier", "took", "ended", "detail", "decision")]
+        for o in results:
             out.append(
                 (
                     o.run_id,
@@ -407,12 +408,14 @@ async def cmd_outcomes(client: RestateClient, args: argparse.Namespace) -> int:
                     o.supplier or "-",
                     duration(o.ended_at - o.started_at),
                     clock(o.ended_at),
-                    shorten(o.detail, 50),
+                    shorten(o.detail, 40),
+                    shorten(decisions.get(o.run_id, "-"), 70),
                 )
             )
         return table(out)
 
-    emit(args, results[: args.limit], human)
+    data = [{**o.model_dump(mode="json"), "decision": decisions.get(o.run_id)} for o in results]
+    emit(args, data, human)
     return 0
 
 

@@ -14,6 +14,7 @@ from operator_support import setup_lasting_quotes
 
 from e2e.scenario import Scenario
 from replenisher.stack.processes import HypercornApp
+from support import RegisteredService
 
 pytestmark = pytest.mark.e2e
 
@@ -53,6 +54,10 @@ async def test_the_manager_approves_in_the_inbox_and_watches_the_run_carry_on(
         assert await approval_row.count() == 1
         for tool in ("place_order", "wait_for_goods", "close_purchase_order"):
             assert await page.locator(f"g.turn[data-tool='{tool}']").count() >= 1, tool
+        decision = await page.locator("tr[data-turn] [data-decision]").first.inner_text()
+        assert "approved up to 4.25" in decision and "by manager (console)" in decision, decision
+        assert "note: fine, order it" in decision and " at 20" in decision, decision
+        assert "has not decided yet" not in await page.locator("table.turns").inner_text()
         await page.screenshot(path=str(artifacts / "run-timeline.png"), full_page=True)
 
         assert (await scenario.outcome(run_id))["outcome"] == "received"
@@ -108,3 +113,40 @@ async def test_stale_or_bad_decisions_get_a_clear_answer_and_change_nothing(
         assert (await http.post("/skus")).status_code == 405
         download = await http.get(f"/skus/{scenario.sku}/runs/1/timeline.html")
         assert download.status_code == 200 and "<svg" in download.text and "wait_for_approval" in download.text
+
+
+async def test_with_the_service_killed_the_console_says_since_when_and_what_restate_accepted(
+    browser: Any, console: HypercornApp, scenario: Scenario, service: RegisteredService, artifacts: Path
+) -> None:
+    await setup_lasting_quotes(scenario)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    service.kill()
+    page = await browser.new_page(viewport={"width": 1400, "height": 900})
+    phone = await browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        # Restate learns the service is down when it next tries it: a read through the console does.
+        await page.goto(f"{console.url}/skus/{scenario.sku}")
+        await page.goto(f"{console.url}/inbox")
+        banner = page.locator("#service-down")
+        await banner.wait_for(timeout=20_000)
+        assert "The replenisher service is down since" in await banner.inner_text()
+        row = page.locator(f"#inbox tr[data-sku='{scenario.sku}']")
+        assert request["po_number"] in await row.inner_text(), "the inbox is read from Restate's storage"
+        await page.screenshot(path=str(artifacts / "inbox-service-down.png"), full_page=True)
+
+        await row.locator("input[name=note]").fill("while it is down")
+        await row.get_by_role("button", name="Approve").click()
+        await page.wait_for_url(f"**/skus/{scenario.sku}/runs/1?**", timeout=20_000)
+        flash = await page.locator(".flash.ok").inner_text()
+        assert "Restate accepted the decision" in flash and "when the service is back" in flash, flash
+        status = await page.locator("[data-status]").inner_text()
+        assert status.startswith("service down since"), status
+        await page.screenshot(path=str(artifacts / "run-service-down.png"), full_page=True)
+        await phone.goto(page.url)
+        await phone.screenshot(path=str(artifacts / "run-service-down-phone.png"), full_page=True)
+    finally:
+        await page.close()
+        await phone.close()
+        service.restart()
+    assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"

@@ -87,9 +87,9 @@ async def test_errors_are_one_clear_line_and_a_non_zero_exit(cli: Cli, scenario:
     assert bad.code == 1 and "not a valid SKU" in bad.err, bad
 
     down = await cli("skus", env={"REPLENISHER_ADMIN_URL": f"http://127.0.0.1:{free_port()}"})
-    assert down.code == 3 and "cannot reach Restate's admin API" in down.err, down
+    assert down.code == 3 and "Restate is unreachable: cannot reach its admin API" in down.err, down
     down = await cli("status", "SKU-1", env={"REPLENISHER_INGRESS_URL": f"http://127.0.0.1:{free_port()}"})
-    assert down.code == 3 and "cannot reach Restate's ingress" in down.err, down
+    assert down.code == 3 and "Restate is unreachable: cannot reach its ingress" in down.err, down
 
     await scenario.setup(on_hand=50, safety_stock=20)
     assert (await scenario.check())["started"] is None

@@ -15,8 +15,11 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import parse_qs, quote
+
+import httpx
 
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.console import pages
@@ -25,7 +28,15 @@ from replenisher.console.overview import sku_rows
 from replenisher.timeline.html import render_html
 from replenisher.timeline.load import chosen_run, load_run_timeline
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import NotFound, OperatorError, Refused, RestateClient, Unreachable, valid_sku
+from replenisher.timeline.restate import (
+    NotFound,
+    OperatorError,
+    Refused,
+    RestateClient,
+    ServiceDown,
+    Unreachable,
+    valid_sku,
+)
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -33,6 +44,11 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_FORM_BYTES = 16_384
 MANAGER = "manager (console)"
+_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
+
+# Each request gets its own view of Restate: whether the service is down is asked once per
+# request, and decides whether its reads go to the agents or to Restate's storage.
+_REQUEST_CLIENT: ContextVar[RestateClient | None] = ContextVar("restate_client", default=None)
 
 
 class Response:
@@ -61,6 +77,7 @@ class Console:
         self.admin_url = admin_url or os.environ.get("REPLENISHER_ADMIN_URL", DEFAULT_ADMIN_URL)
         self.inbox_url = inbox_url or os.environ.get("REPLENISHER_WORLD_URL", DEFAULT_WORLD_URL)
         self._client: RestateClient | None = None
+        self._http: httpx.AsyncClient | None = None
         self._inbox: ManagerInbox | None = None
         self.routes: list[tuple[str, re.Pattern[str], Callable[..., Awaitable[Response]]]] = [
             ("GET", re.compile(r"/health"), self.health),
@@ -83,9 +100,18 @@ class Console:
 
     @property
     def client(self) -> RestateClient:
+        current = _REQUEST_CLIENT.get()
+        if current is not None:
+            return current
         if self._client is None:
             self._client = RestateClient(self.ingress_url, self.admin_url)
         return self._client
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=_TIMEOUT)
+        return self._http
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -104,6 +130,8 @@ class Console:
             elif message["type"] == "lifespan.shutdown":
                 if self._client is not None:
                     await self._client.aclose()
+                if self._http is not None:
+                    await self._http.aclose()
                 if self._inbox is not None:
                     await self._inbox.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
@@ -119,16 +147,29 @@ class Console:
             allowed = True
             if route_method != method:
                 continue
+            client = RestateClient(self.ingress_url, self.admin_url, client=self.http)
+            reset = _REQUEST_CLIENT.set(client)
+            banner = pages.SERVICE_DOWN.set(None)
             try:
+                if path != "/health":
+                    health = await client.health()
+                    if health.service_down:
+                        client.degraded = health
+                        pages.SERVICE_DOWN.set(health)
                 return await handler(Request(scope, receive), **match.groupdict())
             except NotFound as e:
                 return Response(pages.error_page(404, str(e)), 404)
             except Unreachable as e:
                 return Response(pages.error_page(503, str(e)), 503)
+            except ServiceDown as e:
+                return Response(pages.error_page(503, str(e)), 503)
             except Refused as e:
                 return Response(pages.error_page(502, f"Restate refused: {e}"), 502)
             except OperatorError as e:
                 return Response(pages.error_page(400, str(e)), 400)
+            finally:
+                _REQUEST_CLIENT.reset(reset)
+                pages.SERVICE_DOWN.reset(banner)
         if allowed:
             return Response(pages.error_page(405, f"{method} is not allowed on {path}"), 405)
         return Response(pages.error_page(404, f"no page at {path}"), 404)
@@ -178,9 +219,14 @@ class Console:
             return await self.inbox(request, ("error", str(e)), 409)
         except BadDecision as e:
             return await self.inbox(request, ("error", str(e)), 400)
-        verdict = f"approved up to {decided.up_to:.2f}" if decided.approved else "rejected"
         number = decided.run_id.rsplit("-", 1)[-1]
-        note = quote(f"{decided.po_number} {verdict}: the run carries on")
+        if decided.accepted_as is not None:
+            note = quote(decided.accepted_line())
+        else:
+            where = decided.routed_to or "the SKU (kept: no run waits for it)"
+            note = quote(
+                f"{decided.po_number} {decided.verdict}: delivered to {where}; below is what the run does next"
+            )
         return Response.redirect(f"/skus/{quote(decided.sku)}/runs/{number}?done={note}")
 
     async def skus(self, request: Request) -> Response:

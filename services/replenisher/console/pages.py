@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from html import escape
 
 from replenisher.console.inbox import PendingApproval
@@ -11,6 +12,9 @@ from replenisher.timeline.format import clock, duration
 from replenisher.timeline.html import STYLE as TIMELINE_STYLE
 from replenisher.timeline.html import render_fragment
 from replenisher.timeline.model import Timeline
+from replenisher.timeline.restate import Health
+
+SERVICE_DOWN: ContextVar[Health | None] = ContextVar("service_down", default=None)
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #111827; margin: 0; }
@@ -29,7 +33,7 @@ td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.id { white-space: nowrap; }
 .scroll { overflow-x: auto; }
 .muted { color: #6b7280; font-size: 13px; }
-.flash { padding: 8px 12px; margin: 0 0 14px; border-radius: 4px; }
+.flash { padding: 8px 12px; margin: 0 0 14px; border-radius: 4px; overflow-wrap: anywhere; }
 .flash.ok { background: #dcfce7; border: 1px solid #86efac; }
 .flash.error { background: #fee2e2; border: 1px solid #fca5a5; }
 form.decide { display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
@@ -71,6 +75,7 @@ def page(title: str, body: str, here: str = "", flash: tuple[str, str] | None = 
         for key, href, label in (("inbox", "/inbox", "Approval inbox"), ("skus", "/skus", "SKUs"))
     )
     message = f"<p class='flash {flash[0]}' role=status>{escape(flash[1])}</p>" if flash else ""
+    message = down_banner() + message
     return (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
@@ -256,6 +261,19 @@ def timeline_block(timeline: Timeline, fragment_url: str) -> str:
 def run_href(run_id: str) -> str:
     sku, number = run_id.removeprefix("replenish-").rsplit("-", 1)
     return f"/skus/{escape(sku)}/runs/{escape(number)}"
+
+
+def down_banner() -> str:
+    health = SERVICE_DOWN.get()
+    if health is None:
+        return ""
+    since = f" since {clock(health.since)}" if health.since is not None else ""
+    return (
+        f"<div class='flash error' role=alert id=service-down><b>The replenisher service is down{escape(since)}.</b> "
+        f"Restate answers, the service does not ({escape(health.error or 'its attempts are refused')}). "
+        "These pages show what Restate holds; a decision you send is kept by Restate and runs when the "
+        "service is back.</div>"
+    )
 
 
 def error_page(status: int, message: str) -> str:

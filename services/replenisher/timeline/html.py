@@ -48,7 +48,7 @@ STYLE = """
 .tl .tablewrap { overflow-x: auto; }
 .tl ul.decisions { margin: 4px 0 8px 18px; padding: 0; }
 .tl .chartwrap { overflow-x: auto; }
-.tl table.turns td { overflow-wrap: anywhere; }
+.tl table.turns td:last-child { overflow-wrap: anywhere; }
 @media (max-width: 700px) {
   .tl svg { min-width: 640px; }
   .tl table.turns thead { display: none; }

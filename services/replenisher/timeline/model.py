@@ -7,7 +7,7 @@ seconds (UTC).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -228,3 +228,22 @@ def retry_line(step: Span) -> str:
     if step.next_attempt_at is not None:
         parts.append(f"next attempt {clock(step.next_attempt_at)[11:19]}")
     return "; ".join(parts) or "retrying"
+
+
+def decision_from_approval(approval: Any, round_: int = -1) -> Decision | None:
+    """The run's record of a decided approval round (`state.approval`) as a Decision; None while
+    it is pending. `decided_at` and `channel` are read when the state has them."""
+    if approval is None or approval.status == "pending":
+        return None
+    approved = approval.status == "approved"
+    return Decision(
+        round=round_,
+        po_number=approval.request.po_number,
+        approved=approved if approval.status in ("approved", "rejected") else None,
+        up_to=approval.approved_up_to if approved else None,
+        by=approval.decided_by,
+        note=approval.note or "",
+        channel=getattr(approval, "channel", None),
+        at=getattr(approval, "decided_at", None),
+        status=approval.status,
+    )

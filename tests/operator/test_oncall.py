@@ -1,0 +1,181 @@
+"""What the engineer on call sees when the service is down, and when only the world is failing.
+
+Judged from Restate's own records and the world's: the service really killed (its process,
+by the pid the fixture holds) for a measured time, a supplier really answering 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+from operator_support import Cli, setup_lasting_quotes
+
+from e2e.scenario import Scenario, ok
+from replenisher.console.overview import sku_rows
+from replenisher.stack.admin import Admin
+from replenisher.stack.ports import free_port
+from replenisher.timeline.load import load_timeline
+from replenisher.timeline.model import Timeline
+from replenisher.timeline.restate import RestateClient
+from support import RegisteredService, eventually
+
+pytestmark = pytest.mark.e2e
+
+OUTAGE = 6.0  # seconds the service is kept down
+RETRY_CAP = 2.0  # RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL in the test server (tests/support.py)
+
+
+async def refused_attempts(admin: Admin, target: str) -> bool:
+    rows = await admin.asql(
+        "SELECT e.event_json FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
+        f"WHERE i.target = '{target}'"
+    )
+    return any("RT0010" in r["event_json"] for r in rows)
+
+
+async def test_an_outage_band_lasts_as_long_as_the_service_was_down(
+    cli: Cli, scenario: Scenario, service: RegisteredService, ingress: httpx.AsyncClient, admin: Admin
+) -> None:
+    await setup_lasting_quotes(scenario)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+
+    killed_at = time.time()
+    service.kill()
+    # A read of the SKU's record is refused while the service is down, and retried by Restate.
+    sent = await ingress.post(f"/SkuAgent/{scenario.sku}/status/send")
+    assert sent.status_code == 202, sent.text
+    await eventually(
+        lambda: refused_attempts(admin, f"SkuAgent/{scenario.sku}/status"), timeout=20, what="a refused attempt"
+    )
+    await asyncio.sleep(OUTAGE - (time.time() - killed_at))  # the outage itself, not a wait for a condition
+    restarted_at = time.time()
+    service.restart()
+    ready_at = time.time()
+
+    async def read_again() -> bool:
+        rows = await admin.asql(
+            f"SELECT status FROM sys_invocation WHERE target = 'SkuAgent/{scenario.sku}/status' "
+            "AND status = 'completed'"
+        )
+        return bool(rows)
+
+    await eventually(read_again, timeout=20, what="the held read to run once the service is back")
+    # The run's own next journal entry comes only with the decision, well after the service is back:
+    # a band that ended there would be too long by this much.
+    await asyncio.sleep(3)
+    await scenario.decide(request["po_number"], approved=True, up_to=4.0)
+    assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+
+    result = await cli("timeline", scenario.sku, "--json")
+    assert result.code == 0, result
+    [band] = json.loads(result.out)["bands"]
+    assert killed_at <= band["start"] <= killed_at + 3, "it starts at the first refused attempt"
+    assert restarted_at <= band["end"] <= ready_at + RETRY_CAP + 2, "it ends when the service answered again"
+    assert band["ended_by"] == "the service answered again"
+    length = band["end"] - band["start"]
+    assert OUTAGE - 3 <= length <= (ready_at - killed_at) + RETRY_CAP + 2, length
+
+    text = await cli("timeline", scenario.sku, "--width", "160")
+    row = next(line for line in text.out.splitlines() if "service down" in line and "░" in line)
+    assert "when the service answered again" in row, text.out
+
+
+async def test_a_supplier_answering_503_is_a_retrying_step_not_an_outage(
+    cli: Cli, scenario: Scenario, operator_env: dict[str, str], tmp_path
+) -> None:
+    await setup_lasting_quotes(scenario)
+    await scenario.fault(down_calls=1000)  # the world's fault, not ours
+    run_id = (await scenario.check())["started"]
+    client = RestateClient(operator_env["REPLENISHER_INGRESS_URL"], operator_env["REPLENISHER_ADMIN_URL"])
+    try:
+        # The test service retries a step 4 times within about a second, then the decider asks
+        # for quotes again: read the timeline while a quote step is being retried.
+        async def retrying_step() -> Timeline | None:
+            timeline = await load_timeline(client, scenario.sku)
+            return timeline if timeline.retrying_step is not None else None
+
+        timeline = await eventually(retrying_step, timeout=30, what="a timeline showing the quote step retried")
+        assert timeline.bands == [], "no outage is drawn for a supplier's 503"
+        step = timeline.retrying_step
+        assert step is not None and step.name == "get_quotes" and step.end is None
+        assert step.attempts is not None and step.attempts >= 1 and step.next_attempt_at is not None
+        assert "503" in step.errors[-1] and "\n" not in step.errors[-1] and "Traceback" not in step.errors[-1]
+        assert timeline.status.startswith("retrying get_quotes: "), timeline.status
+        assert "attempt" in timeline.status and "last error: HTTPStatusError" in timeline.status
+        assert any("Traceback" in d for d in step.details), "kept for the details toggle"
+
+        async def row_retrying() -> bool:
+            rows = {r.sku: r for r in await sku_rows(client)}
+            return (rows[scenario.sku].retrying or "").startswith("retrying get_quotes")
+
+        await eventually(row_retrying, timeout=30, what="the SKUs view to say the quote step is retried")
+
+        page = tmp_path / "run.html"
+        text = await cli("timeline", scenario.sku, "--width", "160", "--html", str(page))
+        assert text.code == 0, text
+        assert "Traceback" not in text.out and "service down" not in text.out.split("key:")[0], text.out
+        assert "get_quotes retried after: HTTPStatusError" in text.out or "get_quotes is being retried" in text.out
+        html = page.read_text()
+        assert "data-kind='outage'" not in html and "service down now" not in html
+        assert "<details><summary>details</summary><pre>HTTPStatusError" in html, "the traceback is folded"
+        assert json.loads((await cli("timeline", scenario.sku, "--json")).out)["bands"] == []
+        assert run_id == timeline.run_id
+    finally:
+        await client.aclose()
+        ok(await scenario.world.delete(f"/faults/suppliers/{scenario.supplier}"))
+
+
+async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_accepted_runs_later(
+    cli: Cli, scenario: Scenario, service: RegisteredService, admin: Admin
+) -> None:
+    await setup_lasting_quotes(scenario)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    service.kill()
+    try:
+        began = time.monotonic()
+        status = await cli("status", scenario.sku)
+        assert status.code == 0, status
+        assert "the replenisher service is down since" in status.err, status
+        assert "Restate answers, the service does not" in status.err
+        assert f"approval pending: {request['po_number']}" in status.out, "shown from Restate's storage"
+        assert time.monotonic() - began < 20, "no 30 s hang"
+
+        # The read it gave up on is not left in Restate to pile up.
+        left = await admin.asql(
+            f"SELECT id FROM sys_invocation WHERE target = 'SkuAgent/{scenario.sku}/status' AND status = 'backing-off'"
+        )
+        assert left == []
+
+        watch = await cli("watch", scenario.sku)
+        assert watch.code == 5, watch
+        assert f"Restate accepted `watch` for {scenario.sku} as invocation inv_" in watch.out, watch
+        assert "will run when the service is back" in watch.out and "fail" not in watch.out + watch.err
+
+        approve = await cli("approve", scenario.sku, "--up-to", "4.00", "--note", "while down")
+        assert approve.code == 5, approve
+        assert f"{request['po_number']} approved up to 4.00: Restate accepted the decision" in approve.out
+        assert f"{run_id} will read the decision when the service is back" in approve.out
+
+        timeline = await cli("timeline", scenario.sku, "--width", "160")
+        assert timeline.code == 0, timeline
+        assert "service down since" in timeline.out.splitlines()[0], timeline.out
+        assert "service down now" in timeline.out
+
+        unreachable = await cli("skus", env={"REPLENISHER_ADMIN_URL": f"http://127.0.0.1:{free_port()}"})
+        assert unreachable.code == 3 and "Restate is unreachable" in unreachable.err, unreachable
+    finally:
+        service.restart()
+
+    # What Restate accepted ran once the service was back: the decision and the watch.
+    assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+    assert (await scenario.status())["watch"]["watching"] is True
+    outcomes = await cli("outcomes", scenario.sku, "--json")
+    [decided] = [o["decision"] for o in json.loads(outcomes.out)]
+    assert decided.startswith("approved up to 4.00") and "by manager (cli)" in decided and "note: while down" in decided
+    assert "approved up to 4.00" in (await cli("outcomes", scenario.sku)).out
