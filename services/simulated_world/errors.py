@@ -33,6 +33,12 @@ class Conflict(WorldError):
     status = 409
 
 
+class Unprocessable(WorldError):
+    """Understood and refused, e.g. a supplier that will not quote."""
+
+    status = 422
+
+
 class PayloadTooLarge(WorldError):
     status = 413
 

@@ -100,6 +100,9 @@ class SupplierFaults(BaseModel):
     delivery_days: float | None = Field(default=None, ge=0, le=100_000)
     """While set, every reply (confirmation or answer to a chase) states delivery in this many days
     instead of the real plan; the shipments keep their real schedule."""
+    refuse_quotes: str | None = Field(default=None, max_length=20_000)
+    """While set, quote requests are refused (HTTP 422) with this text as the reason: how a
+    supplier's words reach the agent before any order. Cleared with `{"refuse_quotes": null}`."""
 
     def merged(self, update: SupplierFaults) -> SupplierFaults:
         # The sent fields themselves (not dumped to dicts), so a nested override stays a model.

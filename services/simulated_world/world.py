@@ -29,7 +29,7 @@ from replenisher.domain.documents import (
 from simulated_world.calls import CallLog
 from simulated_world.clock import Clock
 from simulated_world.erp import BookedReceipt, Erp, ItemSetup
-from simulated_world.errors import BadRequest, NotFound, Unavailable
+from simulated_world.errors import BadRequest, NotFound, Unavailable, Unprocessable
 from simulated_world.faults import FaultBook, SupplierFaults
 from simulated_world.manager import ApprovalEntry, DecisionBody, ManagerInbox, ManagerPolicy
 from simulated_world.messenger import Messenger
@@ -121,6 +121,9 @@ class SimulatedWorld:
 
     def quote(self, supplier: Supplier, request: QuoteRequest) -> Quote | dict[str, Any]:
         """The quote, or what a faulty supplier sends instead (crafted fields, unvalidated)."""
+        refusal = self.faults.of(supplier.id).refuse_quotes
+        if refusal is not None:
+            raise Unprocessable(refusal)
         now, day, rise = self._price_inputs(supplier.id)
         quote = supplier.quote(request, now, day, rise, self.clock.day_seconds)
         override = self.faults.of(supplier.id).quote_override

@@ -72,6 +72,10 @@ class Persuasion:
     args: dict[str, Any] = field(default_factory=dict)
     facts: dict[str, Any] | None = None
     insist: bool = True
+    only_for: str | None = None
+    """A SKU: the script applies only to requests about it (many scripted runs share one stand-in)."""
+    always: bool = False
+    """A compromised model: it acts on the script on every request, trigger or not."""
 
 
 @dataclass
@@ -177,7 +181,15 @@ class ScriptedModel:
 
     def persuaded(self, body: Mapping[str, Any]) -> Persuasion | None:
         blocks = " ".join(text for _, text in untrusted_blocks(body))
-        return next((p for p in self.persuasions if p.trigger in blocks), None)
+        text = json.dumps(body) if any(p.only_for for p in self.persuasions) else ""
+        return next(
+            (
+                p
+                for p in self.persuasions
+                if (p.only_for is None or p.only_for in text) and (p.always or p.trigger in blocks)
+            ),
+            None,
+        )
 
     def _choose(self, body: dict[str, Any], text: str) -> tuple[str, dict[str, Any]]:
         offered = [t["name"] for t in body["tools"]]
