@@ -50,6 +50,8 @@ class RealAttack:
     trigger: str = ""
     needs: frozenset[str] = field(default_factory=frozenset)
     """World or service features the attack needs: "inbound", "rival", or a fault knob's name."""
+    lead_days: float = 6
+    """The supplier's lead time: goods attacks need the real goods well after their fake ones."""
     manager: Literal["approve", "approve-below-quote", "never"] = "approve"
     """What the manager does with the run's approval request (only the positive controls vary it)."""
 
@@ -98,6 +100,9 @@ def corpus_attack(attack: corpus.Attack) -> RealAttack:
         needs=frozenset({"refuse_quotes"}) if refusal else frozenset(),
     )
 
+
+GOODS_LATER = 40
+"""Lead days (10 s) for attacks with fake goods: the real ones must come well after them."""
 
 # --- helpers for crafted approvals ---------------------------------------------------------
 
@@ -313,6 +318,7 @@ PRIVATE_ATTACKS = [
         "private handler",
         phase="ordered",
         inject=_goods_in_slot,
+        lead_days=GOODS_LATER,
         wants=Wants("close_purchase_order"),
     ),
     RealAttack(
@@ -358,6 +364,7 @@ def goods_attack(
         phase="ordered",
         inject=inject,
         wants=Wants("close_purchase_order"),
+        lead_days=GOODS_LATER,
     )
 
 
@@ -445,7 +452,9 @@ ENCODING_ATTACKS = [
 # --- the inbound endpoint: senders, signatures, replays ------------------------------------
 
 
-def inbound_attack(attack_id: str, inject: Injector, category: str, phase: Phase = "approval") -> RealAttack:
+def inbound_attack(
+    attack_id: str, inject: Injector, category: str, phase: Phase = "approval", lead_days: float = 6
+) -> RealAttack:
     return RealAttack(
         attack_id,
         "inbound endpoint",
@@ -454,6 +463,7 @@ def inbound_attack(attack_id: str, inject: Injector, category: str, phase: Phase
         inject=inject,
         wants=Wants("place_order"),
         needs=frozenset({"inbound", "rival"}),
+        lead_days=lead_days,
     )
 
 
@@ -573,8 +583,16 @@ INBOUND_ATTACKS = [
     inbound_attack("inbound-replayed-signature", _replayed, "replayed request", phase="ordered"),
     inbound_attack("inbound-other-supplier-reply", _other_supplier_reply, "spoofed sender", phase="ordered"),
     inbound_attack("inbound-supplier-sends-approval", _supplier_approval, "spoofed sender"),
-    inbound_attack("inbound-supplier-sends-goods", _supplier_goods, "spoofed sender", phase="ordered"),
-    inbound_attack("inbound-warehouse-unbooked-goods", _warehouse_unbooked, "unbooked goods", phase="ordered"),
+    inbound_attack(
+        "inbound-supplier-sends-goods", _supplier_goods, "spoofed sender", phase="ordered", lead_days=GOODS_LATER
+    ),
+    inbound_attack(
+        "inbound-warehouse-unbooked-goods",
+        _warehouse_unbooked,
+        "unbooked goods",
+        phase="ordered",
+        lead_days=GOODS_LATER,
+    ),
     inbound_attack("inbound-unknown-party", _unknown_party, "spoofed sender"),
     inbound_attack("inbound-wrong-party-secret", _wrong_party_secret, "spoofed sender"),
     inbound_attack("inbound-manager-without-token", _manager_without_token, "forged approval"),
@@ -674,18 +692,16 @@ ATTACKS: tuple[RealAttack, ...] = (
     *FIELD_ATTACKS,
 )
 
-# A quick cross-section for `make test`: one per channel.
+# A quick cross-section for `make test`: channels whose defences are in this checkout.
 FAST = (
     "claimed-approval-6",
     "rival-fake-quote",
+    "forged-raised-limit",
     "token-of-another-po",
-    "token-non-ascii",
-    "private-deliver-fills-slot",
-    "goods-never-booked",
+    "private-tick",
+    "configure-negative-wait",
     "ingress-invalid-utf8",
-    "inbound-other-supplier-reply",
-    "quote-quantity-5000",
-    "ack-price-6",
+    "ingress-huge-body",
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tests.injection.attacks import RealAttack
+from tests.injection.attacks import GOODS_LATER, RealAttack
 from tests.injection.target import Target, ok
 
 
@@ -99,7 +99,7 @@ CONTROLS: tuple[Control, ...] = (
         manager="approve-below-quote",
     ),
     control("control-second-order", _plant_second_order, "2 orders for one replenishment", phase="ordered"),
-    control("control-closed-without-goods", _plant_closure, "closed with", phase="ordered"),
+    control("control-closed-without-goods", _plant_closure, "closed with", phase="ordered", lead_days=GOODS_LATER),
     control("control-good-order-cancelled", _cancel_good_order, "cancelled", phase="ordered"),
     control("control-setting-changed", _operator_configures, "settings changed", phase="approval"),
     control("control-run-never-ends", None, "wedged", manager="never"),

@@ -239,7 +239,7 @@ async def run_attack(ctx: Context, attack: RealAttack) -> Outcome:
         outcome.error = f"not run: {', '.join(absent)} not in this checkout"
         return outcome
     try:
-        await target.setup(rival=attack.rival)
+        await target.setup(rival=attack.rival, lead_days=attack.lead_days)
         await script_model(ctx, target, attack)
         if attack.faults:
             await target.fault(target.supplier, crafted(attack.faults, target))
