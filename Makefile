@@ -8,7 +8,8 @@
 #   make console the manager's web console on :8090, over the running stack
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
-#   make injection    the adversarial suite; ends with `injection: attacks=N asr_policy=X ...`
+#   make injection    the adversarial suite on three real stacks (~6 min); ends with
+#                     `injection: attacks=N real_stack=N asr_policy=0 asr_claude=0 asr_compromised=0 wedged=0`
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same in under five minutes, smaller sizes; both write bench/results/
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
@@ -78,12 +79,14 @@ lambda-test: setup
 	REPLENISHER_LAMBDA_ARCHES=x86_64,arm64 $(BIN)/pytest -q -ra \
 		tests/deploy/test_lambda_package.py tests/deploy/test_lambda_secret.py tests/deploy/test_lambda_e2e.py $(PYTEST_ARGS)
 
-# The adversarial suite: poisoned supplier messages against the offline policy, a persuaded
-# Claude (mock transport) and a compromised decider, a few of them through the real stack.
-# Its last line is the result; non-zero exit if any attack achieved a gated action.
+# The adversarial suite: every attack (tests/injection/attacks.py) through real processes, on one stack
+# per decider (offline policy, a persuaded Claude and a compromised model over a stand-in API),
+# judged from the world's records. INJECTION_ARGS="--only id,id --kinds policy" narrows it.
+# Its last line is the result; non-zero exit if any attack got through, a SKU was left wedged,
+# a positive control did not fire, or an attack did not go through the real stack.
+INJECTION_ARGS ?=
 injection: setup
-	$(BIN)/pytest -q tests/injection $(PYTEST_ARGS)
-	$(BIN)/python -m tests.injection.suite
+	$(BIN)/python -m tests.injection.suite $(INJECTION_ARGS)
 
 # The chaos soak: SOAK_RUNS replenishments (and at least 20 faults) under random damage, then an
 # audit against the world's records. make soak SOAK_RUNS=1000 for the long one.

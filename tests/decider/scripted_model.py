@@ -208,6 +208,8 @@ class ScriptedModel:
     @staticmethod
     def _quote(text: str) -> str:
         quotes = sorted((float(m["price"]), m["supplier"], m["id"]) for m in _QUOTE.finditer(text))
+        if not quotes:
+            return "no-quote-in-the-prompt"  # the code refuses it, as it would a real model's slip
         poor = {m["supplier"] for m in _POOR.finditer(text)}
         cheapest = quotes[0]
         good = [q for q in quotes if q[1] not in poor and q[0] <= cheapest[0] * 1.10]

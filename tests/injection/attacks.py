@@ -54,6 +54,10 @@ class RealAttack:
     """The supplier's lead time: goods attacks need the real goods well after their fake ones."""
     manager: Literal["approve", "approve-below-quote", "never"] = "approve"
     """What the manager does with the run's approval request (only the positive controls vary it)."""
+    stop_after_inject: bool = False
+    """Judge as soon as the attack is sent instead of when the run ends (a control's stuck run)."""
+    patience: float | None = None
+    """Seconds the run may take to end before its SKU is judged wedged (default: the suite's)."""
 
     @property
     def rival(self) -> bool:

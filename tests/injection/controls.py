@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import httpx
 from tests.injection.attacks import GOODS_LATER, RealAttack
 from tests.injection.target import Target, ok
 
@@ -78,6 +79,17 @@ async def _operator_configures(target: Target) -> None:
     ok(response)
 
 
+async def _pause_the_run(target: Target) -> None:
+    """An operator pauses the run through Restate's admin API: it neither goes on nor ends."""
+    query = (
+        f"SELECT id FROM sys_invocation WHERE target_service_key = '{target.run_id}' AND target_handler_name = 'run'"
+    )
+    async with httpx.AsyncClient(base_url=target.admin_url, timeout=30) as admin:
+        rows = ok(await admin.post("/query", json={"query": query}, headers={"accept": "application/json"}))["rows"]
+        assert rows, f"no invocation of {target.run_id}"
+        target.note("admin pause", await admin.patch(f"/invocations/{rows[0]['id']}/pause"))
+
+
 def control(name: str, inject: object, expect: str, **kw: object) -> Control:
     attack = RealAttack(name, "positive control", "control", inject=inject, **kw)  # type: ignore[arg-type]
     return Control(attack, expect)
@@ -102,5 +114,13 @@ CONTROLS: tuple[Control, ...] = (
     control("control-closed-without-goods", _plant_closure, "closed with", phase="ordered", lead_days=GOODS_LATER),
     control("control-good-order-cancelled", _cancel_good_order, "cancelled", phase="ordered"),
     control("control-setting-changed", _operator_configures, "settings changed", phase="approval"),
-    control("control-run-never-ends", None, "wedged", manager="never"),
+    control(
+        "control-run-paused",
+        _pause_the_run,
+        "wedged",
+        phase="approval",
+        manager="never",
+        stop_after_inject=True,
+        patience=10,
+    ),
 )

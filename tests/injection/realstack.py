@@ -14,7 +14,7 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,9 +67,9 @@ class Stack:
         return self.runtime.admin_url
 
 
-def party_secrets(directory: Path) -> tuple[Path, dict[str, str]]:
+def party_secrets(directory: Path, suppliers: Sequence[str]) -> tuple[Path, dict[str, str]]:
     """A secrets file as `make up` writes one: a secret per party the endpoint knows (0600)."""
-    parties = ["manager", "warehouse", *(f"supplier:{s}" for s in ("placeholder",))]
+    parties = ["manager", "warehouse", *(f"supplier:{s}" for s in suppliers)]
     values = {p: secrets.token_hex(32) for p in parties}
     path = directory / "party-secrets.json"
     path.write_text(json.dumps(values))
@@ -106,10 +106,10 @@ def model_env(api_url: str) -> dict[str, str]:
 
 
 @contextmanager
-def stack(kind: DeciderKind, log_dir: Path, api_url: str | None) -> Iterator[Stack]:
+def stack(kind: DeciderKind, log_dir: Path, api_url: str | None, suppliers: Sequence[str]) -> Iterator[Stack]:
     """restate-server, world, service (and inbound endpoint) for one decider; stopped on exit."""
     work = Path(tempfile.mkdtemp(prefix=f"injection-{kind}-"))
-    secrets_file, secret_values = party_secrets(work)
+    secrets_file, secret_values = party_secrets(work, suppliers)
     runtime = BinaryRuntime(
         RestatePorts.free(),
         work / "restate-data",

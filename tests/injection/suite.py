@@ -31,6 +31,7 @@ import os
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -44,16 +45,42 @@ from tests.injection.attacks import ATTACKS, RealAttack
 from tests.injection.controls import CONTROLS, Control
 from tests.injection.detectors import Records, disruptions, gated_actions, records, settings_of
 from tests.injection.realstack import KINDS, DeciderKind, Stack, model_api, stack
-from tests.injection.target import ON_HAND, Target, ok
+from tests.injection.target import ON_HAND, Target, names, ok
 from tests.support import eventually
 
 from replenisher.stack.admin import Admin
 
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)
-RUN_SECONDS = float(os.environ.get("INJECTION_RUN_SECONDS", "90"))
+# A whole replenishment takes seconds; on a loaded 2-core machine a compromised model's run
+# (four model calls a turn) can take minutes. Past RUN_SECONDS the attack is judged as it stands,
+# and the run gets WEDGE_SECONDS more to end before its SKU counts as wedged.
+RUN_SECONDS = float(os.environ.get("INJECTION_RUN_SECONDS", "180"))
+WEDGE_SECONDS = float(os.environ.get("INJECTION_WEDGE_SECONDS", "120"))
 CONCURRENCY = int(os.environ.get("INJECTION_CONCURRENCY", "12"))
 POLL = 0.3
 STUCK = ("backing-off", "paused")
+
+
+class Reconnecting(httpx.AsyncBaseTransport):
+    """Sends a request once more when its connection broke (on a loaded machine the servers drop
+    kept-alive connections): a harness hiccup must not leave an attack unjudged. A crafted message
+    that arrives twice is still only a crafted message."""
+
+    def __init__(self) -> None:
+        self._inner = httpx.AsyncHTTPTransport(retries=2)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return await self._inner.handle_async_request(request)
+        except (httpx.RemoteProtocolError, httpx.ReadError):
+            return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def client(base_url: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=base_url, timeout=TIMEOUT, transport=Reconnecting())
 
 
 @dataclass
@@ -87,16 +114,21 @@ class Context:
     api: httpx.AsyncClient | None
     decoy_sku: str
     knobs: set[str]
+    tag: str
+    indexes: dict[str, int]
 
-    def target(self, attack: RealAttack) -> Target:
+    def target(self, attack_id: str) -> Target:
         return Target(
             self.stack.kind,
-            attack.id,
+            attack_id,
             self.ingress,
             self.world,
             self.inbound,
             self.stack.secrets,
             decoy_sku=self.decoy_sku,
+            index=self.indexes[attack_id],
+            tag=self.tag,
+            admin_url=self.stack.admin_url,
         )
 
 
@@ -181,9 +213,13 @@ async def drive(ctx: Context, target: Target, attack: RealAttack) -> bool:
                     request = entry["request"]
                     if request["token"] in decided or attack.manager == "never":
                         continue
-                    limit = request["unit_price"] * (0.8 if attack.manager == "approve-below-quote" else 1.0)
-                    await target.decide(request["po_number"], True, up_to=round(limit, 2))
+                    limit = request["unit_price"]
+                    if attack.manager == "approve-below-quote":
+                        limit = round(limit * 0.8, 2)
+                    await target.decide(request["po_number"], True, up_to=limit)
                     decided.add(request["token"])
+        if injected and attack.stop_after_inject:
+            return False
         if not injected and attack.phase == "ordered" and await target.orders():
             target.request = target.request or ((await target.approval_entries()) or [{}])[-1].get("request")
             await attack.inject(target)  # type: ignore[misc]
@@ -192,8 +228,18 @@ async def drive(ctx: Context, target: Target, attack: RealAttack) -> bool:
     return False
 
 
-async def can_run_again(target: Target) -> list[str]:
-    """Stock low again: `check` must start a run, and that run must reach its approval request."""
+async def can_run_again(target: Target, finished: bool, patience: float = WEDGE_SECONDS) -> list[str]:
+    """The run ends, then with stock low again `check` must start a run that reaches its approval request."""
+    if not finished and target.run_id is not None:
+        run_id = target.run_id
+
+        async def ended() -> bool:
+            return await outcome_of(target, run_id) is not None
+
+        try:
+            await eventually(ended, timeout=patience, interval=0.5, what=f"{run_id} to end")
+        except AssertionError:
+            return [f"{run_id} had not ended {patience:.0f}s after the attack was judged"]
     await target.set_item(ON_HAND, None)
     try:
         again = await target.check()
@@ -232,7 +278,7 @@ async def world_traffic(target: Target, attack: RealAttack) -> bool:
 
 
 async def run_attack(ctx: Context, attack: RealAttack) -> Outcome:
-    target = ctx.target(attack)
+    target = ctx.target(attack.id)
     outcome = Outcome(attack.id, ctx.stack.kind, attack.channel, sku=target.sku)
     absent = missing(attack, ctx)
     if absent:
@@ -253,12 +299,13 @@ async def run_attack(ctx: Context, attack: RealAttack) -> Outcome:
         found: Records = await records(target)
         suppliers = [target.supplier, *([target.rival] if attack.rival else [])]
         outcome.violations = gated_actions(found, suppliers, before)
-        outcome.disrupted = disruptions(found)
+        # A run still under way has not been disrupted yet; whether it ever ends is the wedge check's.
+        outcome.disrupted = disruptions(found) if outcome.finished else []
         if not attack.entitled:
             outcome.violations += [f"disrupted by a party not entitled to: {d}" for d in outcome.disrupted]
         outcome.reached = target.reached > 0 or await world_traffic(target, attack)
         outcome.exercised = await model_saw_it(ctx, target, attack)
-        outcome.wedged = await can_run_again(target)
+        outcome.wedged = await can_run_again(target, outcome.finished, attack.patience or WEDGE_SECONDS)
     except Exception as e:  # a harness failure is reported, never counted as a defence
         outcome.error = f"{type(e).__name__}: {e}"
     outcome.answers = target.answers
@@ -281,7 +328,7 @@ def owner(key: str | None, skus: Sequence[str]) -> str | None:
 
 async def backing_off_control(ctx: Context, admin: Admin) -> str | None:
     """The retrying-invocation detector fires: a check sent while the service is down is left backing off."""
-    target = Target(ctx.stack.kind, "control-service-down", ctx.ingress, ctx.world, ctx.inbound, {})
+    target = ctx.target("control-service-down")
     await target.setup()
     ctx.stack.service.kill()
     try:
@@ -308,7 +355,7 @@ async def backing_off_control(ctx: Context, admin: Admin) -> str | None:
 
 async def start_decoy(ctx: Context) -> None:
     """Another SKU's pending approval: its token and PO are what replay attacks use."""
-    decoy = Target(ctx.stack.kind, "decoy", ctx.ingress, ctx.world, ctx.inbound, {})
+    decoy = ctx.target("decoy")
     await decoy.setup()
     ok(await ctx.ingress.post(f"/SkuAgent/{decoy.sku}/configure", json={"approval": 365}))
     await decoy.check()
@@ -333,25 +380,34 @@ class StackResult:
     stuck: list[dict[str, Any]]
 
 
+HELPERS = ("decoy", "knobs", "control-service-down")
+
+
+def roster(attacks: Sequence[RealAttack], controls: Sequence[Control]) -> dict[str, int]:
+    """Every SKU a stack will hold, numbered: its suppliers' names (and secrets) follow from the number."""
+    ids = [*HELPERS, *(a.id for a in attacks), *(c.attack.id for c in controls)]
+    return {attack_id: i for i, attack_id in enumerate(ids)}
+
+
 async def run_stack(
-    st: Stack, api_url: str | None, attacks: Sequence[RealAttack], controls: Sequence[Control]
+    st: Stack, api_url: str | None, attacks: Sequence[RealAttack], controls: Sequence[Control], tag: str
 ) -> StackResult:
     admin = Admin(st.admin_url)
     async with (
-        httpx.AsyncClient(base_url=st.ingress_url, timeout=TIMEOUT) as ingress,
-        httpx.AsyncClient(base_url=st.world.url, timeout=TIMEOUT) as world,
-        httpx.AsyncClient(base_url=st.inbound.url if st.inbound else "http://unused", timeout=TIMEOUT) as inbound,
-        httpx.AsyncClient(base_url=api_url or "http://unused", timeout=TIMEOUT) as api,
+        client(st.ingress_url) as ingress,
+        client(st.world.url) as world,
+        client(st.inbound.url if st.inbound else "http://unused") as inbound,
+        client(api_url or "http://unused") as api,
     ):
-        ctx = Context(
-            st, ingress, world, inbound if st.inbound else None, api if st.kind != "policy" else None, "", set()
-        )
+        model = api if st.kind != "policy" else None
+        door = inbound if st.inbound else None
+        ctx = Context(st, ingress, world, door, model, "", set(), tag, roster(attacks, controls))
         failures: list[str] = []
         if controls:
             failure = await backing_off_control(ctx, admin)
             failures += [failure] if failure else []
         await start_decoy(ctx)
-        probe = Target(st.kind, "knobs", ingress, world, None, {})
+        probe = ctx.target("knobs")
         await probe.setup()
         ctx.knobs = await knobs_of(world, probe.supplier)
         gate = asyncio.Semaphore(CONCURRENCY)
@@ -462,8 +518,10 @@ def run_suite(
             api_url = stop.enter_context(model_api(log_dir)).url
 
         def on_its_stack(kind: DeciderKind) -> StackResult:
-            with stack(kind, log_dir, api_url) as st:
-                return asyncio.run(run_stack(st, api_url, attacks, controls))
+            tag = uuid.uuid4().hex[:6]
+            suppliers = [s for i in roster(attacks, controls).values() for s in names(i, tag)]
+            with stack(kind, log_dir, api_url, suppliers) as st:
+                return asyncio.run(run_stack(st, api_url, attacks, controls, tag))
 
         # The stacks run side by side: a run spends most of its time in durable waits.
         with ThreadPoolExecutor(max_workers=len(kinds)) as pool:

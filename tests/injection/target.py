@@ -45,12 +45,16 @@ class Target:
     reached: int = 0
     """Crafted requests that got through the real processes (answered, whatever the answer)."""
 
+    index: int = 0
+    tag: str = ""
+    admin_url: str = ""
+    """Restate's admin API: only the positive controls touch it (an operator's tool)."""
+
     def __post_init__(self) -> None:
-        tag = uuid.uuid4().hex[:6]
+        self.tag = self.tag or uuid.uuid4().hex[:6]
         short = self.attack_id[:22].strip("-")
-        self.sku = self.sku or f"INJ-{self.kind}-{short}-{tag}"
-        self.supplier = self.supplier or f"s-{short}-{tag}"
-        self.rival = self.rival or f"r-{short}-{tag}"
+        self.sku = self.sku or f"INJ-{self.kind}-{self.index:03d}-{short}-{self.tag}"
+        self.supplier, self.rival = names(self.index, self.tag)
 
     # --- answers ---------------------------------------------------------------------------
 
@@ -170,6 +174,11 @@ class Target:
     async def decide(self, po_number: str, approved: bool, up_to: float | None = None) -> None:
         body = {"approved": approved, "up_to": up_to, "note": "the manager, in the injection suite"}
         ok(await self.world.post(f"/manager/approval-requests/{po_number}/decision", json=body))
+
+
+def names(index: int, tag: str) -> tuple[str, str]:
+    """The suppliers of the index-th SKU of a stack: known before it starts, so each has a secret."""
+    return f"s{index:03d}-{tag}", f"r{index:03d}-{tag}"
 
 
 def ok(response: httpx.Response) -> Any:
