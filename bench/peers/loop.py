@@ -59,6 +59,7 @@ async def replenish(
 ) -> ReplenishmentResult:
     state = State.start(run_id, stock, day_seconds, await engine.now(), waits)
     for turn in range(MAX_TURNS):
+        state.now = await engine.now()  # as the service's loop: the rules read a journaled clock
         allowed = [t for t in TOOLS if t.allowed(state)]
         if not allowed:
             break
@@ -90,9 +91,11 @@ async def call(engine: Durable, turn: int, tool: Call[Any, Any], args: BaseModel
 
 async def wait(engine: Durable, tool: Wait[Any], state: State) -> str:
     seq = state.next_message_number(tool.event)
-    remaining = tool.deadline(state) - await engine.now()
+    state.now = await engine.now()
+    remaining = tool.deadline(state) - state.now
     raw = await engine.receive(tool.event, seq, max(remaining, 0.0))
     if raw is None:
         return tool.apply(state, None)
+    state.now = await engine.now()
     state.mark_consumed(tool.event)
     return tool.apply(state, tool.Payload.model_validate(raw))

@@ -270,6 +270,7 @@ async def replenish(
     decisions: list[Decision] = []
     executed: list[tuple[str, bool]] = []
     for turn in range(MAX_TURNS):
+        state.now = clock.now  # as the durable loop reads its journaled clock each turn
         allowed = [t for t in TOOLS if t.allowed(state)]
         if not allowed or (until is not None and until(state)):
             break
@@ -283,6 +284,7 @@ async def replenish(
             break
         if isinstance(tool, Wait):
             payload = inbox.next(tool, state)
+            state.now = clock.now
             if payload is not None:
                 state.mark_consumed(tool.event)
             summary = tool.apply(state, payload)

@@ -125,8 +125,9 @@ async def test_a_replenishment_decided_by_claude(clients: tuple[httpx.AsyncClien
     requests = await model_requests(api, scenario.sku)
     decisions = [r for r in requests if r.get("tools")]
     readings = [r for r in requests if not r.get("tools")]
-    # Each turn offered exactly what the rules allowed: at the start, only get_quotes or stopping.
-    assert offered(decisions[0]) == ["get_quotes", "done"]
+    # Each turn offered exactly what the rules allowed: at the start only get_quotes (stopping
+    # before even asking for a price is not offered while stock is short).
+    assert offered(decisions[0]) == ["get_quotes"]
     assert all(r["tool_choice"]["type"] == "any" and r["tools"][-1]["cache_control"] for r in decisions)
     assert all(r["system"][0]["cache_control"] == {"type": "ephemeral"} for r in requests)
     assert len(readings) == 1 and "tools" not in readings[0]
@@ -169,7 +170,7 @@ async def test_busy_api_is_retried_and_a_persuaded_model_is_overruled(clients: t
     requests = await model_requests(api, scenario.sku)
     statuses = [r for r in requests if r.get("tools")]
     # The two failed calls were retried as the same journaled step: the first decision came third.
-    assert offered(statuses[0]) == offered(statuses[1]) == offered(statuses[2]) == ["get_quotes", "done"]
+    assert offered(statuses[0]) == offered(statuses[1]) == offered(statuses[2]) == ["get_quotes"]
     persuaded_turns = [r for r in statuses if "manager^approved^6.00" in json.dumps(r).replace("\\u02c6", "^")]
     assert persuaded_turns and all("place_order" not in offered(r) for r in persuaded_turns)
     status = await scenario.status()

@@ -19,7 +19,8 @@ def test_a_sku_record_written_by_version_1_reads_as_the_current_version() -> Non
     raw = json.loads((FIXTURES / "sku_record_v1.json").read_text())
     assert raw["schema_version"] == 1 and "po_number" not in raw["kept"][0]
     record = SkuRecord.model_validate(raw)
-    assert record.schema_version == SKU_SCHEMA_VERSION == 2
+    assert record.schema_version == SKU_SCHEMA_VERSION == 3
+    assert record.reconciling is None and record.memory.suppliers == {}
     assert [m.po_number for m in record.kept] == ["PO-SKU-OLD-1-1", "PO-SKU-OLD-1-1"]
     assert record.outcomes[0].outcome == "cancelled" and record.stats.runs == 1
     # Written back, it is the new version, and reading that changes nothing.
@@ -30,8 +31,10 @@ def test_a_sku_record_written_by_version_1_reads_as_the_current_version() -> Non
 def test_a_run_state_written_by_version_1_reads_as_the_current_version() -> None:
     raw = (FIXTURES / "replenish_state_v1.json").read_text()
     state = State.model_validate_json(raw)
-    assert state.schema_version == STATE_SCHEMA_VERSION == 2
+    assert state.schema_version == STATE_SCHEMA_VERSION == 3
     assert state.failed_status_checks == 1 and state.order_status == "unknown"
+    # v3's clock starts at the latest time v1 recorded, so quotes are judged as of then.
+    assert state.now == max(t for t in (state.started_at, state.ordered_at, state.last_chase_at) if t is not None)
     assert CheckOrderStatus().delay_days(state) == state.waits.status_recheck
 
 
@@ -39,3 +42,14 @@ def test_a_record_from_newer_code_is_refused_rather_than_misread() -> None:
     raw = json.loads((FIXTURES / "sku_record_v1.json").read_text())
     with pytest.raises(ValidationError, match="newer than this code"):
         SkuRecord.model_validate({**raw, "schema_version": SKU_SCHEMA_VERSION + 1})
+
+
+def test_a_version_2_memory_starts_its_reliability_recovery_from_when_the_supplier_was_last_seen() -> None:
+    raw = json.loads((FIXTURES / "sku_record_v1.json").read_text())
+    judged = {"supplier": "bolt", "first_seen": 10.0, "last_seen": 500.0, "judged_orders": 2, "reliability": 0.3}
+    quoted = {"supplier": "acme", "first_seen": 10.0, "last_seen": 400.0}
+    raw = {**raw, "schema_version": 2, "memory": {"suppliers": {"bolt": judged, "acme": quoted}}}
+    record = SkuRecord.model_validate(raw)
+    assert record.memory.suppliers["bolt"].judged_at == 500.0
+    assert record.memory.suppliers["acme"].judged_at is None
+    assert record.memory.suppliers["bolt"].reliability_at(500.0, 1.0) == 0.3

@@ -6,7 +6,7 @@ from tests.domain.factories import DAY, T0, ack, approval, goods, new_state, quo
 
 from replenisher.domain.documents import ApprovalRequest, LivePrice
 from replenisher.domain.outcomes import outcome_of
-from replenisher.domain.state import State
+from replenisher.domain.state import State, TurnRecord
 from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME
 from replenisher.domain.tools.approval import ApprovalRequested, RequestApproval, WaitForApproval
 from replenisher.domain.tools.base import NoArgs
@@ -78,8 +78,17 @@ def ordered() -> State:
     return state
 
 
-def test_a_new_run_can_only_get_quotes_or_stop() -> None:
-    assert allowed(new_state()) == {"get_quotes", "done"}
+def test_a_new_run_short_of_stock_can_only_get_quotes() -> None:
+    assert allowed(new_state()) == {"get_quotes"}
+    # Stopping is allowed only once it tried to buy (quotes came back, or asking failed for good) ...
+    asked = new_state()
+    GetQuotes().apply(asked, NO, QuotesResult(quotes=[]))
+    assert "done" in allowed(asked)
+    failed = new_state()
+    failed.history.append(TurnRecord(turn=0, tool="get_quotes", summary="get_quotes failed: down"))
+    assert "done" in allowed(failed)
+    # ... or when nothing is needed.
+    assert allowed(new_state(on_hand=30)) == {"get_quotes", "done"}
 
 
 def test_quotes_are_sorted_cheapest_first_and_a_draft_needs_a_known_quote() -> None:

@@ -38,7 +38,7 @@ class Scenario:
         reply_days: float = 0.5,
         deliveries: int = 1,
         daily_consumption: float = 0,
-        quote_valid_days: float = 30,
+        quote_valid_days: float = 120,
     ) -> None:
         supplier = {
             "name": f"Supplier {self.supplier}",
@@ -47,8 +47,8 @@ class Scenario:
             "reply_days": reply_days,
             "deliveries": deliveries,
             "delivery_gap_days": 1,
-            # Long enough that a crash and restart fit before the approval expires with its quote;
-            # the tests of expiry set it short.
+            # Long enough (30 s) that a crash and a restart of the service (7 s seen under load) fit
+            # before the quote expires: the run re-quotes an expired one. The tests of expiry set it short.
             "quote_valid_days": quote_valid_days,
         }
         ok(await self.world.put(f"/admin/suppliers/{self.supplier}", json=supplier))

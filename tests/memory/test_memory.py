@@ -6,12 +6,15 @@ import json
 from datetime import UTC, datetime
 
 from tests.decider.harness import DAY, START, Clock, Inbox, MemoryWorld, SupplierSpec, replenish
-from tests.domain.factories import new_state, quote
+from tests.domain.factories import DAY as FACTORY_DAY
+from tests.domain.factories import goods, new_state, quote
 
+from replenisher.domain.documents import OrderAck, PurchaseOrder
 from replenisher.domain.extraction import extract_promises
 from replenisher.domain.memory import (
     PRICE_PERIODS,
     RECENT_PRICES,
+    RELIABILITY_HALF_LIFE_DAYS,
     MemoryBrief,
     OrderSeen,
     QuoteSeen,
@@ -20,7 +23,10 @@ from replenisher.domain.memory import (
     SupplierPromise,
     discount_request_note,
 )
+from replenisher.domain.observations import observe
 from replenisher.domain.policy import OfflinePolicy, choose_quote
+from replenisher.domain.state import State
+from replenisher.domain.tools.goods import WaitForGoods
 
 MARCH_2026 = datetime(2026, 3, 10, tzinfo=UTC).timestamp()
 
@@ -77,9 +83,10 @@ def observations(n: int, *, supplier: str = "acme", price: float = 4.0, **order:
 
 def test_reliability_falls_with_late_and_undelivered_orders_and_recovers_slowly() -> None:
     memory = SkuMemory()
-    memory.learn(observations(1, supplier="bolt", price=5.0, goods_overdue=1, chases=1))
+    memory.learn(observations(1, supplier="bolt", price=5.0, lead_days_actual=9.0, chases=1))
     assert not memory.brief().unreliable("bolt")  # one bad order is not a pattern
-    memory.learn(observations(2, supplier="bolt", price=5.0, delivered_all=False, received=0, ended="unknown"))
+    never = {"delivered_all": False, "received": 0, "lead_days_actual": None}
+    memory.learn(observations(2, supplier="bolt", price=5.0, ended="cancelled", cancelled_for_lateness=True, **never))
     brief = memory.brief()
     bolt = brief.of("bolt")
     assert bolt is not None and bolt.unreliable and (bolt.late, bolt.undelivered, bolt.needed_chase) == (1, 1, 1)
@@ -87,6 +94,64 @@ def test_reliability_falls_with_late_and_undelivered_orders_and_recovers_slowly(
     for n in range(3, 6):
         memory.learn(observations(n, supplier="bolt", price=5.0))
     assert not memory.brief().unreliable("bolt")
+
+
+def test_reliability_comes_from_receipts_and_their_dates_never_from_what_the_supplier_wrote() -> None:
+    on_time = observations(1, lead_days_actual=5.0).order
+    assert on_time is not None and on_time.score() == 1.0
+    # "Confirmed" in a reply is the supplier's word: it neither earns nor costs anything.
+    assert on_time.model_copy(update={"confirmed": False}).score() == 1.0
+    # Late by the receipts' dates, whatever the reply said and whatever deadline it moved.
+    late = on_time.model_copy(update={"lead_days_actual": 12.0, "goods_overdue": 0, "confirmed": True})
+    assert not late.on_time and late.score() == 0.5
+    # An order still open or unseen at the run's end is not judged (the run that settles it judges it) ...
+    for ended in ("open", "unknown"):
+        assert on_time.model_copy(update={"ended": ended, "delivered_all": False, "received": 0}).score() is None
+    memory = SkuMemory()
+    memory.learn(observations(1, ended="open", delivered_all=False, received=40))
+    acme = memory.suppliers["acme"]
+    assert (acme.orders, acme.judged_orders, [p.ordered for p in acme.recent_prices]) == (0, 0, [])
+    # ... and observe() times the delivery from our order to the last receipt reaching the run.
+    state = ordered_state()
+    WaitForGoods().apply(state, goods(state, 95))
+    assert observe(state, ended_at=state.now + 30 * DAY).order.lead_days_actual == 3.0  # type: ignore[union-attr]
+
+
+def ordered_state() -> State:
+    state = new_state()
+    state.quotes = [quote("acme", 4.0)]
+    state.po = PurchaseOrder(
+        po_number="PO-1", sku="SKU-1", supplier="acme", quantity=95, unit_price=4.0, quote_id=state.quotes[0].quote_id
+    )
+    state.order = OrderAck(
+        order_id="o1", po_number="PO-1", supplier="acme", sku="SKU-1", quantity=95, unit_price=4.0, accepted_at=0.0
+    )
+    state.order_status, state.ordered_at = "placed", state.started_at
+    state.now = state.started_at + 3 * FACTORY_DAY
+    return state
+
+
+def test_an_unreliable_supplier_recovers_with_time_and_is_tried_again() -> None:
+    memory = SkuMemory()
+    never = {"delivered_all": False, "received": 0, "lead_days_actual": None, "cancelled_for_lateness": True}
+    for n in (1, 2):
+        memory.learn(observations(n, supplier="bolt", price=3.0, ended="cancelled", **never))
+    judged_at = memory.suppliers["bolt"].judged_at
+    assert judged_at is not None
+    soon = memory.brief(judged_at + 10 * DAY, DAY)
+    assert soon.unreliable("bolt")
+    later = memory.brief(judged_at + 2 * RELIABILITY_HALF_LIFE_DAYS * DAY, DAY)
+    assert not later.unreliable("bolt") and later.of("bolt").reliability > soon.of("bolt").reliability  # type: ignore[union-attr]
+    # The policy then buys the cheaper quote from it again.
+    state = new_state()
+    state.quotes = [quote("bolt", 3.0), quote("acme", 3.2)]
+    state.memory = soon
+    assert choose_quote(state)[0].supplier == "acme"
+    state.memory = later
+    assert choose_quote(state)[0].supplier == "bolt"
+    # A new bad order counts from where it has recovered to, not from the old low.
+    memory.learn(observations(40, supplier="bolt", price=3.0, ended="cancelled", **never))
+    assert memory.suppliers["bolt"].reliability < later.of("bolt").reliability  # type: ignore[operator,union-attr]
 
 
 def test_the_policy_avoids_an_unreliable_supplier_only_for_a_comparable_quote() -> None:

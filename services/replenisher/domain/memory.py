@@ -31,6 +31,9 @@ PROMISE_LIFETIME_DAYS = 260.0
 """An open promise not acted on within about a business year lapses."""
 RELIABILITY_WEIGHT = 0.35
 """How much the latest order moves a supplier's reliability (exponentially weighted)."""
+RELIABILITY_HALF_LIFE_DAYS = 120.0
+"""Business days in which a supplier's shortfall from full reliability halves with no new order
+judged: a supplier once judged unreliable is tried again after a while (about half a year)."""
 MIN_ORDERS_TO_JUDGE = 2
 POOR_RELIABILITY = 0.6
 COMPARABLE_PRICE = 0.10
@@ -58,24 +61,39 @@ class OrderSeen(BaseModel):
     received: int = 0
     delivered_all: bool = False
     goods_overdue: int = 0
-    lead_days_actual: float | None = None
+    lead_days_actual: float | None = Field(
+        default=None, description="from our sending the order to the last receipt reaching us, in business days"
+    )
     ended: Literal["received", "cancelled", "open", "unknown"] = "open"
     cancelled_for_lateness: bool = False
 
     @property
+    def settled(self) -> bool:
+        """Closed or cancelled. An order still open (or unseen) is judged by the run that settles it."""
+        return self.ended in ("received", "cancelled")
+
+    @property
     def on_time(self) -> bool:
-        if not self.delivered_all or self.goods_overdue > 0:
+        # Judged from the receipts' dates against the lead time we bought on; what the supplier
+        # wrote about delivery (which moves our deadlines) plays no part.
+        if not self.delivered_all:
             return False
         if self.lead_days_actual is None or self.quoted_lead_days is None:
-            return True
+            return self.goods_overdue == 0
         return self.lead_days_actual <= self.quoted_lead_days * 1.25 + LATE_TOLERANCE_DAYS
 
     def score(self) -> float | None:
-        """How well the supplier served this order, 0..1; None when it says nothing about them."""
+        """How well the supplier served this order, 0..1; None when it says nothing about them.
+
+        Only facts the agent observed count: receipts and their dates, deadlines passing with
+        nothing received, chases we had to send. A reply's words ("confirmed", "shipped") never do.
+        """
+        if not self.settled:
+            return None
         if self.delivered_all:
-            prompt_reply = self.confirmed and self.chases == 0
-            return 1.0 if self.on_time and prompt_reply else 0.5 if self.on_time or prompt_reply else 0.25
-        if self.ended == "unknown" or self.cancelled_for_lateness or (self.ended == "open" and self.received == 0):
+            answered = self.chases == 0
+            return 1.0 if self.on_time and answered else 0.5 if self.on_time or answered else 0.25
+        if self.cancelled_for_lateness and self.received == 0:
             return 0.0
         if self.received > 0:
             return 0.25
@@ -158,6 +176,7 @@ class SupplierMemory(BaseModel):
     undelivered: int = 0
     needed_chase: int = 0
     reliability: float = 1.0
+    judged_at: float | None = Field(default=None, description="when the latest order was judged")
     quoted_lead_days: float | None = None
     actual_lead_days: float | None = None
     lead_samples: int = 0
@@ -172,9 +191,15 @@ class SupplierMemory(BaseModel):
     def judged(self) -> bool:
         return self.judged_orders >= MIN_ORDERS_TO_JUDGE
 
-    @property
-    def unreliable(self) -> bool:
-        return self.judged and self.reliability < POOR_RELIABILITY
+    def reliability_at(self, at: float | None, day_seconds: float | None) -> float:
+        """Reliability as of `at`: the shortfall from 1.0 halves every half-life with no new judgement."""
+        if at is None or day_seconds is None or self.judged_at is None or at <= self.judged_at:
+            return self.reliability
+        half_lives = (at - self.judged_at) / (RELIABILITY_HALF_LIFE_DAYS * day_seconds)
+        return round(1.0 - (1.0 - self.reliability) * 0.5**half_lives, 4)
+
+    def unreliable(self, at: float | None = None, day_seconds: float | None = None) -> bool:
+        return self.judged and self.reliability_at(at, day_seconds) < POOR_RELIABILITY
 
     @property
     def last_price(self) -> float | None:
@@ -208,9 +233,9 @@ class SupplierMemory(BaseModel):
             else:
                 self.price_before.merge(aged)
 
-    def add_order(self, order: OrderSeen) -> None:
+    def add_order(self, order: OrderSeen, judged_at: float, day_seconds: float) -> None:
         self.orders += 1
-        if order.chases > 0 or not order.confirmed:
+        if order.chases > 0:
             self.needed_chase += 1
         if order.delivered_all:
             self.delivered += 1
@@ -227,9 +252,12 @@ class SupplierMemory(BaseModel):
         score = order.score()
         if score is not None:
             self.judged_orders += 1
-            self.reliability = round(self.reliability + RELIABILITY_WEIGHT * (score - self.reliability), 4)
+            # The record as it stands today (recovered since the last judgement), moved by this order.
+            current = self.reliability_at(judged_at, day_seconds)
+            self.reliability = round(current + RELIABILITY_WEIGHT * (score - current), 4)
+            self.judged_at = max(judged_at, self.judged_at or judged_at)
 
-    def brief(self) -> SupplierBrief:
+    def brief(self, at: float | None = None, day_seconds: float | None = None) -> SupplierBrief:
         summary = self.price_summary()
         return SupplierBrief(
             supplier=self.supplier,
@@ -238,7 +266,7 @@ class SupplierMemory(BaseModel):
             late=self.late,
             undelivered=self.undelivered,
             needed_chase=self.needed_chase,
-            reliability=self.reliability if self.judged else None,
+            reliability=self.reliability_at(at, day_seconds) if self.judged else None,
             quoted_lead_days=self.quoted_lead_days,
             actual_lead_days=self.actual_lead_days,
             last_price=self.last_price,
@@ -274,17 +302,18 @@ class SkuMemory(BaseModel):
         self.runs += 1
         self.first_run_at = self.first_run_at or seen.started_at
         period = PERIOD_DAYS * seen.day_seconds
-        ordered = seen.order
+        # An order still open is learnt from by the run that follows it up and settles it.
+        ordered = seen.order if seen.order is not None and seen.order.settled else None
         for quote in seen.quotes:
             memory = self.supplier(quote.supplier, seen.started_at)
             memory.quotes += 1
-            is_ordered = ordered is not None and ordered.supplier == quote.supplier
+            is_ordered = seen.order is not None and seen.order.supplier == quote.supplier
             if not is_ordered:
                 memory.add_price(seen.started_at, quote.unit_price, False, period)
         if ordered is not None:
             memory = self.supplier(ordered.supplier, ordered.ordered_at)
             memory.add_price(ordered.ordered_at, ordered.unit_price, True, period)
-            memory.add_order(ordered)
+            memory.add_order(ordered, seen.ended_at, seen.day_seconds)
         self._settle_discounts(seen)
         for promise in seen.promises:
             self._note_promise(promise)
@@ -337,11 +366,12 @@ class SkuMemory(BaseModel):
             keep = sorted(self.suppliers.values(), key=lambda m: m.last_seen)[-MAX_SUPPLIERS:]
             self.suppliers = {m.supplier: m for m in keep}
 
-    def brief(self) -> MemoryBrief:
+    def brief(self, at: float | None = None, day_seconds: float | None = None) -> MemoryBrief:
+        """What a run starting at `at` is told (reliability as of then); without `at`, as last judged."""
         return MemoryBrief(
             runs=self.runs,
             since=self.first_run_at,
-            suppliers=[m.brief() for m in sorted(self.suppliers.values(), key=lambda m: m.supplier)],
+            suppliers=[m.brief(at, day_seconds) for m in sorted(self.suppliers.values(), key=lambda m: m.supplier)],
             promises=[p for p in self.promises if p.status == "open"],
         )
 

@@ -35,11 +35,29 @@ def _sku_v1_to_v2(raw: Raw) -> Raw:
     return {**raw, "kept": kept}
 
 
+def _sku_v2_to_v3(raw: Raw) -> Raw:
+    # v3 lets a supplier's reliability recover with time since its last judged order; v2 did
+    # not keep that time, so the last time the supplier was seen stands in for it.
+    memory = dict(raw.get("memory") or {})
+    suppliers = {
+        name: {**m, "judged_at": m.get("last_seen") if m.get("judged_orders") else None}
+        for name, m in (memory.get("suppliers") or {}).items()
+    }
+    return {**raw, "memory": {**memory, "suppliers": suppliers}} if memory else raw
+
+
 def _state_v1_to_v2(raw: Raw) -> Raw:
     # v1 remembered only whether the last status check failed; v2 counts them for its backoff.
     failed = raw.pop("last_status_check_failed", False)
     return {**raw, "failed_status_checks": 1 if failed else 0}
 
 
-SKU_RECORD_STEPS: dict[int, Step] = {1: _sku_v1_to_v2}
-STATE_STEPS: dict[int, Step] = {1: _state_v1_to_v2}
+def _state_v2_to_v3(raw: Raw) -> Raw:
+    # v3 keeps the run's clock for the rules that depend on time (a quote's validity): the
+    # latest time a v2 state recorded is the best reading of it.
+    times = [raw.get("started_at"), raw.get("ordered_at"), raw.get("last_chase_at")]
+    return {**raw, "now": max(t for t in times if isinstance(t, int | float))}
+
+
+SKU_RECORD_STEPS: dict[int, Step] = {1: _sku_v1_to_v2, 2: _sku_v2_to_v3}
+STATE_STEPS: dict[int, Step] = {1: _state_v1_to_v2, 2: _state_v2_to_v3}

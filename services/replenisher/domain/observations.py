@@ -10,7 +10,7 @@ def observe(state: State, ended_at: float) -> RunObservations:
     order = state.order
     seen_order: OrderSeen | None = None
     if order is not None and state.ordered_at is not None:
-        quoted = next((q.lead_days for q in state.quotes if state.po and q.quote_id == state.po.quote_id), None)
+        quoted = state.quoted_lead_days
         ended = (
             "received"
             if state.closed
@@ -31,12 +31,14 @@ def observe(state: State, ended_at: float) -> RunObservations:
             received=state.received_quantity,
             delivered_all=state.all_goods_in,
             goods_overdue=state.goods_overdue_count,
-            lead_days_actual=(ended_at - state.ordered_at) / state.day_seconds if state.all_goods_in else None,
+            lead_days_actual=lead_days(state),
             ended=ended,
             cancelled_for_lateness=state.cancelled and state.goods_overdue_count > 0,
         )
     promises = []
-    if state.reply is not None and order is not None:
+    # A reply carried over from the run before was learnt from by that run.
+    carried_reply = state.carried is not None and state.carried.reply is not None
+    if state.reply is not None and order is not None and not carried_reply:
         source = f"reply about {order.po_number} ({state.run_id})"
         promises = claims_to_promises(
             state.reply.promises, order.supplier, state.reply.received_at, source, order.unit_price
@@ -56,3 +58,10 @@ def observe(state: State, ended_at: float) -> RunObservations:
         promises=promises,
         asked_discount=asked,
     )
+
+
+def lead_days(state: State) -> float | None:
+    """From our sending the order to the last receipt reaching the run: both read off our own clock."""
+    if not state.all_goods_in or state.ordered_at is None or state.last_receipt_at is None:
+        return None
+    return max(state.last_receipt_at - state.ordered_at, 0.0) / state.day_seconds

@@ -10,7 +10,7 @@ from replenisher.domain.costs import CostLedger
 from replenisher.domain.documents import PurchaseOrder
 from replenisher.domain.memory import RunObservations
 from replenisher.domain.observations import observe
-from replenisher.domain.state import State
+from replenisher.domain.state import OrderProgress, State
 
 Outcome = Literal["received", "cancelled", "rejected", "gave_up", "unknown"]
 
@@ -32,6 +32,10 @@ class ReplenishmentResult(BaseModel):
     security_events: int = 0
     po: PurchaseOrder | None = Field(default=None, description="the PO, so an unknown order can be reconciled")
     adopted_from: str | None = Field(default=None, description="the earlier run whose order this one followed up")
+    progress: OrderProgress | None = Field(
+        default=None, description="what this run saw of an order it left open, for the run that follows it up"
+    )
+    received_before: int = Field(default=0, description="of quantity_received, what earlier runs of the PO booked")
     cost: CostLedger = Field(default_factory=CostLedger)
     observations: RunObservations | None = Field(default=None, description="for the SKU's memory; not kept")
 
@@ -53,9 +57,13 @@ def outcome_of(state: State) -> tuple[Outcome, str]:
             f"an order for {state.po.po_number if state.po else '?'} may exist; reconcile by PO number",
         )
     if state.order_status == "placed":
+        # Turns used up (many partial deliveries) or the run was stopped: the order is still
+        # open at the supplier, so the SKU must follow it up, never buy the stock again.
+        why = f" ({state.last_failure})" if state.last_failure else ""
         return (
-            "gave_up",
-            f"order {state.order.po_number if state.order else '?'} is still open at the supplier",
+            "unknown",
+            f"order {state.order.po_number if state.order else '?'} is still open at the supplier "
+            f"({state.received_quantity} of {state.ordered_quantity} received){why}; follow it up by PO number",
         )
     return "gave_up", state.last_failure or "stopped before ordering"
 
@@ -79,6 +87,8 @@ def result_of(state: State, ended_at: float) -> ReplenishmentResult:
         security_events=len(state.security_events),
         po=state.po,
         adopted_from=state.adopted_from,
+        progress=state.progress() if state.order_may_exist else None,
+        received_before=state.carried.received_quantity if state.carried else 0,
         cost=state.decider_cost.model_copy(deep=True),
         observations=observe(state, ended_at),
     )

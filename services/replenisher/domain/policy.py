@@ -13,6 +13,7 @@ from replenisher.domain.documents import Quote
 from replenisher.domain.memory import COMPARABLE_PRICE
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
+from replenisher.domain.tools.quoting import usable_quotes
 
 
 def pick(tool: str, why: str, **args: object) -> Decision:
@@ -41,20 +42,24 @@ def choose(state: State, allowed: Sequence[str]) -> Decision:
         return pick("cancel_purchase_order", "fail closed", reason="no approval in time")
     if can("request_approval"):
         return pick("request_approval", "money needs the manager's approval")
-    if can("draft_purchase_order") and state.quotes:
+    if can("draft_purchase_order") and usable_quotes(state):
         quote, why = choose_quote(state)
         return pick("draft_purchase_order", why, quote_id=quote.quote_id)
     if can("get_quotes"):
-        return pick("get_quotes", "need prices" if not state.quote_rounds else "re-quote")
+        stale = state.quote_rounds and not usable_quotes(state) and state.quotes
+        return pick(
+            "get_quotes",
+            "need prices" if not state.quote_rounds else "quotes expired: re-quote" if stale else "re-quote",
+        )
     if can("cancel_purchase_order"):
         return pick("cancel_purchase_order", "cannot get an approved price", reason="no approvable price")
     return pick("done", "nothing more can be done") if can("done") else pick(allowed[0], "only option")
 
 
 def choose_quote(state: State) -> tuple[Quote, str]:
-    """The cheapest quote, unless its supplier has let this SKU down before and a comparable
+    """The cheapest valid quote, unless its supplier has let this SKU down before and a comparable
     quote from one that has not is on the table (the SKU's memory says which)."""
-    ranked = sorted(state.quotes, key=lambda q: (q.unit_price, q.lead_days, q.supplier))
+    ranked = sorted(usable_quotes(state), key=lambda q: (q.unit_price, q.lead_days, q.supplier))
     cheapest = ranked[0]
     memory = state.memory
     if memory is None or not memory.unreliable(cheapest.supplier):

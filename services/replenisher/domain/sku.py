@@ -20,10 +20,19 @@ from replenisher.domain.outcomes import Outcome, ReplenishmentResult
 from replenisher.domain.security import SecurityLog
 from replenisher.domain.waits import WaitOverrides
 
-SKU_SCHEMA_VERSION = 2
+SKU_SCHEMA_VERSION = 3
 RECENT_OUTCOMES = 20
 KEPT_MESSAGES = 100
 ROUTED_PER_RUN = 200
+RECONCILE_BACKOFF_STEPS = 4
+"""Reconciliation of an order that may exist backs off to at most 2**4 re-check intervals, never stops."""
+
+
+def reconcile_delay_days(attempts: int, recheck_days: float) -> float:
+    """The first look at once, then 1, 2, 4, 8, 16, 16, ... re-check intervals."""
+    if attempts == 0:
+        return 0.0
+    return recheck_days * 2 ** min(attempts - 1, RECONCILE_BACKOFF_STEPS)
 
 
 class RoutedMessage(BaseModel):
@@ -70,7 +79,8 @@ class OutcomeStats(BaseModel):
     def add(self, result: ReplenishmentResult) -> None:
         self.runs += 1
         self.by_outcome[result.outcome] = self.by_outcome.get(result.outcome, 0) + 1
-        self.total_received += result.quantity_received
+        # Goods an earlier run of the same PO booked were counted with that run.
+        self.total_received += result.quantity_received - result.received_before
         self.messages_consumed += sum(result.consumed.values())
         cycle = max(result.ended_at - result.started_at, 0.0)
         self.mean_cycle_seconds += (cycle - self.mean_cycle_seconds) / self.runs
@@ -82,7 +92,7 @@ class OutcomeStats(BaseModel):
         if not self.by_outcome[old]:
             del self.by_outcome[old]
         self.by_outcome[new.outcome] = self.by_outcome.get(new.outcome, 0) + 1
-        self.total_received += new.quantity_received
+        # Its goods were counted when it ended (and those after, with the run that followed it up).
         self._count_price(new)
 
     def _count_price(self, result: ReplenishmentResult) -> None:
@@ -97,6 +107,15 @@ class Watch(BaseModel):
     interval_days: float = 1.0
     generation: int = 0
     pending_tick: str | None = None
+
+
+class Reconciling(BaseModel):
+    """The SKU's own durable timer for settling an order that may exist, with its backoff."""
+
+    run_id: str = Field(description="the unresolved run being reconciled")
+    attempts: int = 0
+    after_days: float = Field(default=0.0, description="the backoff before this attempt, in business days")
+    due_at: float
 
 
 class LastCheck(BaseModel):
@@ -129,6 +148,7 @@ class SkuRecord(BaseModel):
     unresolved: ReplenishmentResult | None = Field(
         default=None, description="a run that ended with an order that may exist: no new run until it is reconciled"
     )
+    reconciling: Reconciling | None = Field(default=None, description="when the SKU next looks the order up")
     memory: SkuMemory = Field(default_factory=SkuMemory)
     costs: CostLedger = Field(default_factory=CostLedger, description="model spend over every run of this SKU")
     security: SecurityLog = Field(default_factory=SecurityLog)
@@ -213,22 +233,56 @@ class SkuRecord(BaseModel):
         self.outcomes = [*self.outcomes, result.model_copy(update={"observations": None})][-RECENT_OUTCOMES:]
         self.stats.add(result)
         self.active = None
+        following = self.unresolved is not None and result.adopted_from == self.unresolved.run_id
         if result.outcome == "unknown":
+            # Still open (or still unseen) after the follow-up: that run is now the one to settle;
+            # the earlier ones stay "unknown" until the order's fate is known.
             self.unresolved = result
-        elif self.unresolved is not None and result.adopted_from == self.unresolved.run_id:
+        elif following:
             detail = f"reconciled: the order was found and {result.run_id} followed it up"
             self.settle_unresolved(result.outcome, detail)
         self.hold_until = result.ended_at + rest_seconds if result.outcome != "received" else None
         return True
 
     def settle_unresolved(self, outcome: Outcome, detail: str) -> None:
-        """The unknown run's outcome is known now: amend its entry, free the SKU."""
+        """The order's fate is known now: amend every run of its PO still shown unknown, free the SKU."""
         unresolved = self.unresolved
         assert unresolved is not None
-        settled = unresolved.model_copy(update={"outcome": outcome, "detail": detail})
-        self.outcomes = [settled if o.run_id == unresolved.run_id else o for o in self.outcomes]
-        self.stats.amend("unknown", settled)
+        po_number = unresolved.po_number
+
+        def of_this_order(o: ReplenishmentResult) -> bool:
+            return o.run_id == unresolved.run_id or (
+                o.outcome == "unknown" and po_number is not None and o.po_number == po_number
+            )
+
+        amended = []
+        for o in self.outcomes:
+            if of_this_order(o):
+                o = o.model_copy(update={"outcome": outcome, "detail": detail})
+                self.stats.amend("unknown", o)
+            amended.append(o)
+        if not any(o.run_id == unresolved.run_id for o in self.outcomes):
+            self.stats.amend("unknown", unresolved.model_copy(update={"outcome": outcome}))
+        self.outcomes = amended
         self.unresolved = None
+        self.reconciling = None
+
+    def next_reconcile(self, at: float, recheck_days: float, day_seconds: float) -> float | None:
+        """Seconds until the SKU should look the unresolved order up again; None when nothing is left to do.
+
+        A new unresolved run is looked up at once; each further attempt for the same run backs
+        off. A follow-up run in flight settles it itself (and its end schedules anew if needed).
+        """
+        unresolved = self.unresolved
+        if unresolved is None or unresolved.po is None or self.active is not None:
+            self.reconciling = None
+            return None
+        previous = self.reconciling
+        attempts = previous.attempts + 1 if previous is not None and previous.run_id == unresolved.run_id else 0
+        after = reconcile_delay_days(attempts, recheck_days)
+        delay = after * day_seconds
+        self.reconciling = Reconciling(run_id=unresolved.run_id, attempts=attempts, after_days=after, due_at=at + delay)
+        return delay
 
     def follow_up(self, at: float) -> tuple[ActiveRun, list[RoutedMessage]]:
         """The unknown order exists: a new run follows it up, with the messages kept for its PO."""

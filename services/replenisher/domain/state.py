@@ -26,7 +26,7 @@ from replenisher.domain.migrations import STATE_STEPS, migrate
 from replenisher.domain.promises import PromiseClaim
 from replenisher.domain.waits import WaitDays
 
-STATE_SCHEMA_VERSION = 2
+STATE_SCHEMA_VERSION = 3
 
 OrderStatus = Literal["none", "placed", "unknown", "not_found", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "timed_out"]
@@ -60,6 +60,25 @@ class ReplyFacts(BaseModel):
     notes: list[str] = Field(default_factory=list, description="what validation dropped from the reading")
 
 
+class OrderProgress(BaseModel):
+    """What a run learnt about its order and could not see through to the end.
+
+    Carried into the run that follows the order up (found by PO number), so that run neither
+    waits again for a reply already read nor counts goods already booked.
+    """
+
+    ordered_at: float | None = Field(default=None, description="when we sent the order, by our own clock")
+    quoted_lead_days: float | None = None
+    reply: ReplyFacts | None = None
+    chases: int = 0
+    last_chase_at: float | None = None
+    supplier_overdue: bool = False
+    received_quantity: int = 0
+    receipts: list[str] = Field(default_factory=list)
+    last_receipt_at: float | None = None
+    goods_overdue_count: int = 0
+
+
 class TurnRecord(BaseModel):
     turn: int
     tool: str
@@ -85,6 +104,7 @@ class State(BaseModel):
     day_seconds: float = Field(gt=0)
     waits: WaitDays = Field(default_factory=WaitDays)
     started_at: float
+    now: float = Field(default=0.0, description="the run's clock: the latest journaled time it read")
 
     quotes: list[Quote] = Field(default_factory=list)
     quote_rounds: int = 0
@@ -103,6 +123,7 @@ class State(BaseModel):
     status_checks: int = 0
     failed_status_checks: int = 0
     adopted_from: str | None = Field(default=None, description="the run whose order this one follows up")
+    carried: OrderProgress | None = Field(default=None, description="what the runs before this one saw of the order")
 
     unread_reply: SupplierReply | None = None
     reply: ReplyFacts | None = None
@@ -112,6 +133,7 @@ class State(BaseModel):
 
     received_quantity: int = 0
     receipts: list[str] = Field(default_factory=list)
+    last_receipt_at: float | None = Field(default=None, description="when the latest receipt reached the SKU")
     goods_overdue_count: int = 0
 
     closed: bool = False
@@ -140,15 +162,42 @@ class State(BaseModel):
             day_seconds=day_seconds,
             waits=waits or WaitDays(),
             started_at=started_at,
+            now=started_at,
         )
 
-    def adopt(self, po: PurchaseOrder, ack: OrderAck, from_run: str) -> None:
-        """Follow up an order an earlier run placed but never saw confirmed (found by PO number)."""
+    def adopt(self, po: PurchaseOrder, ack: OrderAck, from_run: str, progress: OrderProgress | None = None) -> None:
+        """Follow up an order an earlier run placed and did not see through (found by PO number)."""
         self.po = po
         self.order = ack
         self.order_status = "placed"
-        self.ordered_at = ack.accepted_at
         self.adopted_from = from_run
+        self.carried = progress
+        # Our own clock when we know it; the supplier's stamp only for orders from before it was kept.
+        self.ordered_at = progress.ordered_at if progress and progress.ordered_at is not None else ack.accepted_at
+        if progress is None:
+            return
+        self.reply = progress.reply
+        self.chases = progress.chases
+        self.last_chase_at = progress.last_chase_at
+        self.supplier_overdue = progress.supplier_overdue
+        self.received_quantity = progress.received_quantity
+        self.receipts = list(progress.receipts)
+        self.last_receipt_at = progress.last_receipt_at
+        self.goods_overdue_count = progress.goods_overdue_count
+
+    def progress(self) -> OrderProgress:
+        return OrderProgress(
+            ordered_at=self.ordered_at,
+            quoted_lead_days=self.quoted_lead_days,
+            reply=self.reply,
+            chases=self.chases,
+            last_chase_at=self.last_chase_at,
+            supplier_overdue=self.supplier_overdue,
+            received_quantity=self.received_quantity,
+            receipts=list(self.receipts),
+            last_receipt_at=self.last_receipt_at,
+            goods_overdue_count=self.goods_overdue_count,
+        )
 
     # --- derived facts the rules read ----------------------------------------------------
 
@@ -165,6 +214,19 @@ class State(BaseModel):
     def order_may_exist(self) -> bool:
         """True while the supplier may hold an order for our PO: it must not be forgotten."""
         return self.order_status in ("placed", "unknown")
+
+    @property
+    def needs_stock(self) -> bool:
+        return self.on_hand < self.safety_stock
+
+    @property
+    def quoted_lead_days(self) -> float | None:
+        """The lead time of the quote the PO was drafted on (or the one the earlier run had)."""
+        po = self.po
+        quoted = next((q.lead_days for q in self.quotes if po and q.quote_id == po.quote_id), None)
+        if quoted is None and self.carried is not None:
+            return self.carried.quoted_lead_days
+        return quoted
 
     @property
     def ordered_quantity(self) -> int:

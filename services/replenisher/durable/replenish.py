@@ -33,7 +33,7 @@ from replenisher.domain.documents import (
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
 from replenisher.domain.security import SecurityNotes, without_secrets
-from replenisher.domain.state import State, TurnRecord
+from replenisher.domain.state import OrderProgress, State, TurnRecord
 from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME, Call, Done, Tool, Wait
 from replenisher.domain.tools.limits import MAX_TURNS
 from replenisher.domain.turns import decide_turn
@@ -51,11 +51,12 @@ CODE = settings().code_version
 
 
 class AdoptedOrder(BaseModel):
-    """An order an earlier run placed but never saw confirmed, found since by its PO number."""
+    """An order an earlier run placed and did not see through, found since by its PO number."""
 
     po: PurchaseOrder
     ack: OrderAck
     from_run: str
+    progress: OrderProgress | None = Field(default=None, description="what the earlier run saw of it")
 
 
 class RunRequest(BaseModel):
@@ -122,10 +123,12 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
     state = State.start(ctx.key(), request.stock, request.day_seconds, await ctx.time(), request.waits)
     state.memory = request.memory
     if request.adopt is not None:
-        state.adopt(request.adopt.po, request.adopt.ack, request.adopt.from_run)
+        state.adopt(request.adopt.po, request.adopt.ack, request.adopt.from_run, request.adopt.progress)
     report = SecurityReport()
     try:
         for turn in range(MAX_TURNS):
+            # The rules that depend on time (a quote's validity) read this journaled clock.
+            state.now = await ctx.time()
             allowed = [t for t in TOOLS if t.allowed(state)]
             if not allowed:
                 break

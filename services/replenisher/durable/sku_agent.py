@@ -8,6 +8,7 @@ per SKU, so any number of racing checks start one replenishment.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import restate
@@ -76,6 +77,10 @@ class Tick(BaseModel):
     generation: int
 
 
+class ReconcileTick(BaseModel):
+    run_id: str
+
+
 async def load(ctx: ObjectContext | ObjectSharedContext) -> SkuRecord | None:
     return await load_stored(ctx, RECORD, SkuRecord)
 
@@ -98,12 +103,12 @@ async def read_stock(ctx: ObjectContext) -> StockLevel:
         raise TerminalError(f"could not read stock of {ctx.key()!r} from the ERP: {e.message}", status_code=503) from e
 
 
-def run_request(record: SkuRecord, stock: StockLevel, adopt: AdoptedOrder | None = None) -> RunRequest:
+def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedOrder | None = None) -> RunRequest:
     return RunRequest(
         stock=stock,
         day_seconds=settings().day_seconds,
         waits=settings().waits.overridden(record.waits),
-        memory=record.memory.brief(),
+        memory=record.memory.brief(at, settings().day_seconds),
         decider_terms=decider_terms(),
         adopt=adopt,
     )
@@ -134,9 +139,10 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     if lookup.ack is None:
         record.settle_unresolved("gave_up", f"reconciled: {po.supplier} holds no order for {po.po_number}")
         return None
-    run, routed = record.follow_up(await ctx.time())
-    adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id)
-    ctx.workflow_send(replenish_run, run.run_id, run_request(record, stock, adopt))
+    now = await ctx.time()
+    run, routed = record.follow_up(now)
+    adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id, progress=unresolved.progress)
+    ctx.workflow_send(replenish_run, run.run_id, run_request(record, stock, now, adopt))
     for message in routed:
         forwarded = Message(
             event=message.event, seq=message.seq, payload=message.payload, sender=message.sender, arrived_at=message.at
@@ -148,10 +154,11 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
 async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
     stock = await read_stock(ctx)
     following_up = await reconcile(ctx, record, stock)
-    started = record.consider(stock, await ctx.time())
+    now = await ctx.time()
+    started = record.consider(stock, now)
     if started is not None:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
-        ctx.workflow_send(replenish_run, started.run_id, run_request(record, stock))
+        ctx.workflow_send(replenish_run, started.run_id, run_request(record, stock, now))
     started = started or (record.active if following_up else None)
     return CheckResult(
         sku=record.sku,
@@ -299,7 +306,33 @@ async def finish(ctx: ObjectContext, result: ReplenishmentResult) -> None:
     record = await load(ctx)
     rest = settings().days(settings().rest_after_failure_days).total_seconds()
     if record is not None and record.finish(result, rest_seconds=rest):
+        if record.unresolved is not None and record.unresolved.run_id == result.run_id:
+            await schedule_reconcile(ctx, record)
         ctx.set(RECORD, record)
+
+
+async def schedule_reconcile(ctx: ObjectContext, record: SkuRecord) -> None:
+    """The SKU's own durable timer for an order that may exist: watched or not, it is looked up."""
+    delay = record.next_reconcile(await ctx.time(), settings().waits.status_recheck, settings().day_seconds)
+    if delay is not None and record.reconciling is not None:
+        tick = ReconcileTick(run_id=record.reconciling.run_id)
+        ctx.object_send(reconcile_due, ctx.key(), tick, send_delay=timedelta(seconds=delay))
+
+
+@validated(sku_agent.handler, ingress_private=True)
+async def reconcile_due(ctx: ObjectContext, tick: ReconcileTick) -> None:
+    """Look the unresolved order up by PO number; found, a run follows it up; still unseen, back off."""
+    record = await load(ctx)
+    if record is None or record.reconciling is None or record.reconciling.run_id != tick.run_id:
+        return  # settled meanwhile (a check found it), or a timer of an earlier unresolved run
+    try:
+        stock = await read_stock(ctx)
+    except TerminalError as e:
+        ctx.set("last_check_error", e.message)  # the ERP is away: the lookup waits for the next attempt
+    else:
+        await reconcile(ctx, record, stock)
+    await schedule_reconcile(ctx, record)
+    ctx.set(RECORD, record)
 
 
 @validated(sku_agent.handler, ingress_private=True)

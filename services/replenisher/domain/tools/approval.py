@@ -18,7 +18,7 @@ from replenisher.domain.ports import World
 from replenisher.domain.state import Approval, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
 from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS
-from replenisher.domain.tools.quoting import open_for_buying
+from replenisher.domain.tools.quoting import drafted_quote_expired, open_for_buying
 
 APPROVAL_CHANNELS = frozenset({"manager", "operator"})
 """Who may carry the manager's decision: the manager's own system through the inbound
@@ -37,7 +37,7 @@ class ApprovalRequested(BaseModel):
 
 class RequestApproval(Call[NoArgs, ApprovalRequested]):
     name = "request_approval"
-    description = "Send the drafted purchase order to the manager for price approval."
+    description = "Send the drafted purchase order to the manager for price approval (only while its quote is valid)."
     Args = NoArgs
     Result = ApprovalRequested
 
@@ -46,6 +46,7 @@ class RequestApproval(Call[NoArgs, ApprovalRequested]):
             open_for_buying(state)
             and state.po is not None
             and state.approval is None
+            and not drafted_quote_expired(state)
             and state.approval_rounds < MAX_APPROVAL_ROUNDS
         )
 

@@ -93,12 +93,22 @@ class Done(Tool[NoArgs]):
     name = "done"
     description = (
         "End this replenishment. Only offered once nothing is left open: the purchase order "
-        "is closed, cancelled or rejected, no order can exist at the supplier, or the supplier "
-        "could not be reached to find out (the run then ends as 'unknown' for reconciliation)."
+        "is closed, cancelled or rejected, no order can exist at the supplier (and quotes were "
+        "asked for, if stock is needed), or the supplier could not be reached to find out (the "
+        "run then ends as 'unknown' for reconciliation)."
     )
     Args = NoArgs
 
     def allowed(self, state: State) -> bool:
-        if state.is_finished or state.order_status in ("none", "not_found", "cancelled"):
+        if state.is_finished or state.order_status == "cancelled":
             return True
+        if state.order_status in ("none", "not_found"):
+            # Stock is short: giving up without even asking for a price is not an outcome anyone
+            # (or any email persuading the model) may choose.
+            return asked_for_quotes(state) or not state.needs_stock
         return state.order_status == "unknown" and state.status_checks >= MAX_STATUS_CHECKS
+
+
+def asked_for_quotes(state: State) -> bool:
+    """The run has tried to buy: a round of quotes came back, or asking failed for good."""
+    return state.quote_rounds > 0 or any(t.tool == "get_quotes" for t in state.history)

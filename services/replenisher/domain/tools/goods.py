@@ -38,7 +38,7 @@ class WaitForGoods(Wait[GoodsReceipt]):
         if state.reply is not None and state.reply.delivery_days is not None:
             # "Delivery in N days" counts from when the supplier said it, not from the order.
             return state.reply.received_at + state.days(state.reply.delivery_days) + grace
-        quoted = next((q.lead_days for q in state.quotes if state.po and q.quote_id == state.po.quote_id), None)
+        quoted = state.quoted_lead_days
         return state.ordered_at + state.days(quoted if quoted is not None else 10.0) + grace
 
     def refusal(self, state: State, payload: GoodsReceipt, arrival: Arrival) -> str | None:
@@ -62,6 +62,8 @@ class WaitForGoods(Wait[GoodsReceipt]):
             return f"receipt {payload.receipt_id} already booked"
         state.receipts.append(payload.receipt_id)
         state.received_quantity += payload.quantity
+        # When it reached the SKU's address (our own stamp), else when the run took it up.
+        state.last_receipt_at = arrival.at if arrival is not None and arrival.at is not None else state.now
         return f"received {payload.quantity} ({state.received_quantity} of {state.order.quantity})"
 
 

@@ -92,6 +92,7 @@ class PlaceOrder(Call[NoArgs, PlaceOrderResult]):
     def apply_failure(self, state: State, args: NoArgs, error: str) -> str:
         # The supplier may have taken the order before the line went dead.
         state.order_status = "unknown"
+        state.ordered_at = state.ordered_at or state.now
         state.last_failure = f"place_order got no answer ({error}); the order may exist"
         return state.last_failure
 

@@ -25,6 +25,29 @@ def open_for_buying(state: State) -> bool:
     return not state.is_finished and state.order_status in ("none", "not_found")
 
 
+def quote_valid(quote: Quote, state: State) -> bool:
+    """A quote binds the supplier only until `valid_until`, read against the run's journaled clock."""
+    return state.now < quote.valid_until
+
+
+def usable_quotes(state: State) -> list[Quote]:
+    return [q for q in state.quotes if quote_valid(q, state)]
+
+
+def drafted_quote_expired(state: State) -> bool:
+    """The drafted PO rests on a quote that no longer binds: the manager must not be asked about it."""
+    po = state.po
+    if po is None:
+        return False
+    quote = next((q for q in state.quotes if q.quote_id == po.quote_id), None)
+    return quote is None or not quote_valid(quote, state)
+
+
+def stale_draft(state: State) -> bool:
+    """A draft nobody approved whose quote expired: only a new round of quotes can replace it."""
+    return state.approval is None and drafted_quote_expired(state)
+
+
 # Neither quotes nor a PO are worth having once the manager can no longer be asked.
 
 
@@ -40,7 +63,7 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
     def allowed(self, state: State) -> bool:
         return (
             open_for_buying(state)
-            and state.po is None
+            and (state.po is None or stale_draft(state))
             and state.quote_rounds < MAX_QUOTE_ROUNDS
             and state.approval_rounds < MAX_APPROVAL_ROUNDS
         )
@@ -64,6 +87,8 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
         )
 
     def apply(self, state: State, args: NoArgs, result: QuotesResult) -> str:
+        if stale_draft(state):
+            state.po, state.approval_token = None, None
         state.quote_rounds += 1
         state.quotes = sorted(result.quotes, key=lambda q: q.unit_price)
         state.quote_failures = result.failures
@@ -95,13 +120,16 @@ class DraftPurchaseOrder(Call[DraftArgs, DraftResult]):
         return (
             open_for_buying(state)
             and state.po is None
-            and bool(state.quotes)
+            and bool(usable_quotes(state))
             and state.approval_rounds < MAX_APPROVAL_ROUNDS
         )
 
     def check_args(self, state: State, args: DraftArgs) -> str | None:
-        if not any(q.quote_id == args.quote_id for q in state.quotes):
+        quote = next((q for q in state.quotes if q.quote_id == args.quote_id), None)
+        if quote is None:
             return f"no quote {args.quote_id!r} on the table"
+        if not quote_valid(quote, state):
+            return f"quote {args.quote_id!r} has expired: get new quotes"
         return None
 
     async def execute(self, state: State, args: DraftArgs, world: World) -> DraftResult:
