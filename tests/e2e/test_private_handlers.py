@@ -23,6 +23,7 @@ PUBLIC = {
 }
 PRIVATE = {
     ("SkuAgent", "tick"),
+    ("SkuAgent", "reconcile_due"),
     ("SkuAgent", "finish"),
     ("SkuAgent", "note_security"),
     ("Replenish", "run"),
