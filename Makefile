@@ -2,7 +2,7 @@
 #   make setup   .venv with the project and dev tools, plus the pinned Restate binaries
 #   make test    the whole test suite (starts real restate-server / hypercorn processes); on
 #                first use it installs Debian's chromium for the browser test (apt-get, root or sudo)
-#   make up      the local stack on :8080 (ingress) :9070 (admin) :9080 (service) :9100 (world)
+#   make up      the local stack on :8080 (ingress) :9070 (admin) :9080 (service) :9100 (world) :9090 (inbound)
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
 #   make restart-service  stop and start only the replenisher service; Restate and the world keep running
 #   make console the manager's web console on :8090, over the running stack

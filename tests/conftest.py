@@ -22,9 +22,10 @@ import pytest
 import pytest_asyncio
 
 from e2e.scenario import Scenario
+from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
-from replenisher.stack.local import SERVICE_APP, WORLD_APP
+from replenisher.stack.local import INBOUND_APP, SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp, RestateServer
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
@@ -32,8 +33,9 @@ from support import (
     REPO_ROOT,
     RESTATE_TEST_ENV,
     RegisteredService,
+    inbound_env,
     service_env,
-    world_env,
+    signed_world_env,
 )
 
 RUNTIME_ENV = "REPLENISHER_TEST_RUNTIME"
@@ -78,11 +80,41 @@ def restate_runtime(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> 
 
 
 @pytest.fixture(scope="session")
-def world(restate_runtime: RestateRuntime, log_dir: Path) -> Iterator[HypercornApp]:
+def party_secrets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The secrets of the outside parties, shared by the inbound endpoint and the world."""
+    path = tmp_path_factory.mktemp("secrets") / "party-secrets.json"
+    write_secrets(path, new_secrets())
+    return path
+
+
+@pytest.fixture(scope="session")
+def inbound(restate_runtime: RestateRuntime, party_secrets: Path, log_dir: Path) -> Iterator[HypercornApp]:
+    """The inbound endpoint: outside parties' way to a SKU's address (the world's pushes go here)."""
+    app = HypercornApp(
+        INBOUND_APP,
+        free_port(),
+        inbound_env(restate_runtime.ingress_url, party_secrets),
+        name="inbound",
+        log_path=log_dir / "inbound.log",
+    )
+    try:
+        app.start()
+        _session_logs["inbound"] = app
+        app.wait_ready()
+        yield app
+    finally:
+        _session_logs.pop("inbound", None)
+        app.stop()
+
+
+@pytest.fixture(scope="session")
+def world(
+    restate_runtime: RestateRuntime, inbound: HypercornApp, party_secrets: Path, log_dir: Path
+) -> Iterator[HypercornApp]:
     app = HypercornApp(
         WORLD_APP,
         free_port(),
-        world_env(restate_runtime.ingress_url),
+        signed_world_env(restate_runtime.ingress_url, inbound.url, party_secrets),
         name="world",
         log_path=log_dir / "world.log",
     )
@@ -137,7 +169,7 @@ async def world_client(world: HypercornApp) -> AsyncIterator[httpx.AsyncClient]:
 def _revive_crashed_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test that crashed a process and failed before restarting it must not sink the rest."""
     yield
-    for name in ("restate_runtime", "world", "service"):
+    for name in ("restate_runtime", "inbound", "world", "service"):
         if name not in request.fixturenames:
             continue
         process: Any = request.getfixturevalue(name)

@@ -182,3 +182,12 @@ def service_env(world_url: str, extra: Mapping[str, str] | None = None) -> dict[
 
 def world_env(ingress_url: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return {"WORLD_INGRESS_URL": ingress_url, "WORLD_DAY_SECONDS": f"{TEST_DAY_SECONDS:g}", **(extra or {})}
+
+
+def signed_world_env(ingress_url: str, inbound_url: str, secrets_file: Path) -> dict[str, str]:
+    """A world that pushes through the inbound endpoint, signed as each party."""
+    return world_env(ingress_url, {"WORLD_INBOUND_URL": inbound_url, "WORLD_PARTY_SECRETS_FILE": str(secrets_file)})
+
+
+def inbound_env(ingress_url: str, secrets_file: Path) -> dict[str, str]:
+    return {"REPLENISHER_INGRESS_URL": ingress_url, "REPLENISHER_PARTY_SECRETS_FILE": str(secrets_file)}

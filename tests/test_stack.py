@@ -6,6 +6,7 @@ the plumbing alone: install, ports, readiness, registration, crash and restart, 
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -193,6 +194,7 @@ def _stack_config(state_dir: Path) -> StackConfig:
         restate=RestatePorts.free(),
         service_port=free_port(),
         world_port=free_port(),
+        inbound_port=free_port(),
         day_seconds=0.5,
         catalogue="tiny",
         service_app=FIXTURE_APP,
@@ -217,6 +219,7 @@ def _stack_cli(
         f"--node-port={config.restate.node}",
         f"--service-port={config.service_port}",
         f"--world-port={config.world_port}",
+        f"--inbound-port={config.inbound_port}",
         f"--day-seconds={config.day_seconds}",
         f"--catalogue={config.catalogue}",
         f"--service-app={config.service_app}",
@@ -241,8 +244,12 @@ def test_stack_up_in_one_process_and_down_from_another_keeps_restate_data(stack_
     assert up.returncode == 0, up.stderr
     stack = Stack(stack_config)
     statuses = stack.status()
-    assert [s.name for s in statuses] == ["restate-server", "world", "replenisher"]
+    assert [s.name for s in statuses] == ["restate-server", "inbound", "world", "replenisher"]
     assert all(s.running for s in statuses), statuses
+    secrets = stack.config.secrets_file
+    assert secrets.stat().st_mode & 0o777 == 0o600, "the party secrets are readable by others"
+    assert set(json.loads(secrets.read_text())) == {"manager", "warehouse", "supplier:*"}
+    assert httpx.get(f"{stack.config.inbound_url}/health", timeout=10).json() == {"ok": True}
 
     # The processes outlive the `up` command and got the stack's wiring in their env.
     ingress = stack.config.ingress_url
@@ -253,6 +260,8 @@ def test_stack_up_in_one_process_and_down_from_another_keeps_restate_data(stack_
         "WORLD_INGRESS_URL": ingress,
         "WORLD_DAY_SECONDS": "0.5",
         "WORLD_CATALOGUE": "tiny",
+        "WORLD_INBOUND_URL": stack.config.inbound_url,
+        "WORLD_PARTY_SECRETS_FILE": str(secrets),
     }
     assert _call(ingress, "StackTally/bin-7/add", 4).json() == 4
 
@@ -266,8 +275,11 @@ def test_stack_up_in_one_process_and_down_from_another_keeps_restate_data(stack_
     assert (stack_config.state_dir / "restate-data" / "replenisher").is_dir()
     assert _stack_cli(stack_config, "status").returncode == 1
 
-    # Up again: same Restate data, so the stored result and the object's state are back.
+    # Up again: same Restate data, so the stored result and the object's state are back; the
+    # secrets already handed out stay the same.
+    handed_out = secrets.read_text()
     Stack(stack_config).up()
+    assert secrets.read_text() == handed_out
     assert _call(ingress, "StackEcho/greet", "bo", key="greet-bo").json() == greeting
     assert _call(ingress, "StackTally/bin-7/add", 1).json() == 5
     stopped = Stack(stack_config).down()

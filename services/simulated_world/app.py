@@ -1,7 +1,8 @@
 """The world's HTTP API: routes to the simulated ERP, suppliers and manager, and nothing else.
 
 Serve with `hypercorn simulated_world.app:app --bind 127.0.0.1:9100 -w 0`; configure with
-WORLD_INGRESS_URL, WORLD_DAY_SECONDS and WORLD_CATALOGUE (see settings.py).
+WORLD_INGRESS_URL, WORLD_DAY_SECONDS, WORLD_CATALOGUE, and WORLD_INBOUND_URL with
+WORLD_PARTY_SECRETS_FILE to push through the inbound endpoint, signed (see settings.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from replenisher.domain.documents import (
     Sku,
     SupplierId,
 )
+from replenisher.inbound.signing import load_secrets
 from simulated_world.calls import CallFilter, CallList, CallRecord, Service
 from simulated_world.catalogue import load
 from simulated_world.clock import Clock
@@ -29,7 +31,7 @@ from simulated_world.erp import BookedReceipt, ClosureList, ItemSetup, ManualRec
 from simulated_world.errors import BadRequest
 from simulated_world.faults import SupplierFaults
 from simulated_world.manager import ApprovalFilter, ApprovalList, DecisionBody, ManagerPolicy
-from simulated_world.messenger import MessageFilter, MessageList
+from simulated_world.messenger import InboundDoor, MessageFilter, MessageList
 from simulated_world.routing import JsonApp, Request, Response, Route, Router, ok
 from simulated_world.settings import WorldSettings
 from simulated_world.suppliers import OrderFilter, OrderList, SupplierSetup
@@ -267,8 +269,11 @@ async def clear_faults(world: SimulatedWorld, req: Request) -> Response:
 
 async def start() -> SimulatedWorld:
     settings = WorldSettings.from_env()
+    door = None
+    if settings.inbound_url is not None and settings.party_secrets_file is not None:
+        door = InboundDoor(str(settings.inbound_url), load_secrets(settings.party_secrets_file))
     world = SimulatedWorld(
-        Clock(settings.day_seconds), httpx.AsyncClient(timeout=PUSH_TIMEOUT), str(settings.ingress_url)
+        Clock(settings.day_seconds), httpx.AsyncClient(timeout=PUSH_TIMEOUT), str(settings.ingress_url), door
     )
     catalogue = load(settings.catalogue)
     for sid, supplier in catalogue.suppliers.items():
@@ -277,10 +282,10 @@ async def start() -> SimulatedWorld:
         world.set_item(sku, item)
     world.set_policy(catalogue.policy)
     log.info(
-        "world started: catalogue=%s day_seconds=%s ingress=%s",
+        "world started: catalogue=%s day_seconds=%s pushes to %s",
         settings.catalogue,
         settings.day_seconds,
-        settings.ingress_url,
+        f"inbound {settings.inbound_url} (signed)" if door else f"ingress {settings.ingress_url}",
     )
     return world
 

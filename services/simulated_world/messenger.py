@@ -1,4 +1,8 @@
-"""Pushes messages to the SKU agents through the Restate ingress, in order, at least once.
+"""Pushes messages to the SKU agents, in order, at least once.
+
+Through the replenisher's inbound endpoint, signed as the party each message comes from
+(the manager, the warehouse, the supplier), when the world is given its URL and the party
+secrets; straight to Restate's ingress otherwise (tests of the world alone).
 
 Each message carries an idempotency key derived from what it is about (event, PO, n), so
 a push retried after a timeout or a crash of the ingress is still delivered once. Messages
@@ -9,14 +13,18 @@ messages, and its agent sees them in the order the world sent them.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from typing import Any, Literal
+import time
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from replenisher.domain.documents import ApprovalDecision, EventKind, GoodsReceipt, SupplierReply
+from replenisher.inbound.signing import secret_for, signed_headers
 from simulated_world.clock import Clock
 from simulated_world.scheduler import Scheduler
 
@@ -38,6 +46,7 @@ class PushedMessage(BaseModel):
     seq: int
     sku: str
     event: EventKind
+    party: str = Field(description="who the world sends it as")
     po_number: str
     idempotency_key: str
     payload: dict[str, Any]
@@ -58,6 +67,55 @@ class MessageList(BaseModel):
     messages: list[PushedMessage]
 
 
+def party_of(event: EventKind, payload: Payload) -> str:
+    if isinstance(payload, SupplierReply):
+        return f"supplier:{payload.supplier}"
+    return "warehouse" if event == "goods" else "manager"
+
+
+class Door(Protocol):
+    """Where and how a push goes: the URL, the body bytes and the headers of one attempt."""
+
+    def request(self, message: PushedMessage, now: float) -> tuple[str, bytes, dict[str, str]]: ...
+
+
+class IngressDoor:
+    """Straight to `SkuAgent/<sku>/deliver` on Restate's ingress: the sender is an operator."""
+
+    def __init__(self, ingress_url: str) -> None:
+        self.base = ingress_url.rstrip("/")
+
+    def request(self, message: PushedMessage, now: float) -> tuple[str, bytes, dict[str, str]]:
+        url = f"{self.base}/SkuAgent/{quote(message.sku, safe='')}/deliver"
+        body = json.dumps({"event": message.event, "payload": message.payload}).encode()
+        return url, body, {"content-type": "application/json", "idempotency-key": message.idempotency_key}
+
+
+class InboundDoor:
+    """`POST /messages/<sku>` on the inbound endpoint, signed anew (fresh timestamp) each attempt."""
+
+    def __init__(self, inbound_url: str, secrets: Mapping[str, str]) -> None:
+        self.base = inbound_url.rstrip("/")
+        self.secrets = dict(secrets)
+
+    def request(self, message: PushedMessage, now: float) -> tuple[str, bytes, dict[str, str]]:
+        path = f"/messages/{quote(message.sku, safe='')}"
+        body = json.dumps({"event": message.event, "payload": message.payload}).encode()
+        secret = secret_for(self.secrets, message.party)
+        if secret is None:
+            raise NoSecret(f"no secret for {message.party!r} in the party secrets")
+        headers = signed_headers(secret, message.party, path, body, now)
+        return (
+            self.base + path,
+            body,
+            {"content-type": "application/json", **headers, "idempotency-key": message.idempotency_key},
+        )
+
+
+class NoSecret(Exception):
+    """The world cannot sign as this party: the message cannot be sent, ever."""
+
+
 def idempotency_key(event: str, po_number: str, n: int) -> str:
     # PO numbers are free text; keep the header value plain ASCII whatever they hold.
     return f"world-{event}-{quote(po_number, safe='-_.:')}-{n}"
@@ -71,10 +129,11 @@ class Messenger:
         scheduler: Scheduler,
         clock: Clock,
         *,
+        door: Door | None = None,
         first_backoff: float = 0.1,
         max_backoff: float = 2.0,
     ) -> None:
-        self._ingress_url = ingress_url.rstrip("/")
+        self._door = door or IngressDoor(ingress_url)
         self._client = client
         self._scheduler = scheduler
         self._clock = clock
@@ -92,6 +151,7 @@ class Messenger:
             seq=len(self._messages) + 1,
             sku=sku,
             event=event,
+            party=party_of(event, payload),
             po_number=payload.po_number,
             idempotency_key=idempotency_key(event, payload.po_number, n),
             payload=payload.model_dump(mode="json"),
@@ -118,13 +178,18 @@ class Messenger:
             await self._deliver(message)
 
     async def _deliver(self, message: PushedMessage) -> None:
-        url = f"{self._ingress_url}/SkuAgent/{quote(message.sku, safe='')}/deliver"
-        body = {"event": message.event, "payload": message.payload}
         backoff = self._first_backoff
         while True:
             message.attempts += 1
             try:
-                response = await self._client.post(url, json=body, headers={"idempotency-key": message.idempotency_key})
+                url, body, headers = self._door.request(message, time.time())
+            except NoSecret as exc:
+                message.status = "rejected"
+                message.reason = str(exc)
+                log.warning("cannot send %s: %s", message.idempotency_key, exc)
+                return
+            try:
+                response = await self._client.post(url, content=body, headers=headers)
             except Exception as exc:
                 # Anything short of an answer is retried: a dead sender would strand every later
                 # message for this SKU, which is worse than retrying a fault that will not heal.
@@ -139,7 +204,7 @@ class Messenger:
                     return
                 reason = f"HTTP {response.status_code}: {response.text[:500]}"
                 if 400 <= response.status_code < 500 and response.status_code not in RETRYABLE_4XX:
-                    # The ingress understood and refused: retrying would be refused the same way.
+                    # The address understood and refused: retrying would be refused the same way.
                     message.status = "rejected"
                     message.reason = reason
                     log.warning("ingress rejected %s: %s", message.idempotency_key, reason)

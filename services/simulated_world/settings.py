@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
 
 from simulated_world.catalogue import CatalogueName
 
@@ -18,6 +19,16 @@ class WorldSettings(BaseModel):
     day_seconds: float = Field(default=86_400.0, gt=0)
     """Length of one business day: a real day by default, about a second in the demo."""
     catalogue: CatalogueName = "empty"
+    inbound_url: HttpUrl | None = None
+    """The replenisher's inbound endpoint: when set, every push goes there, signed as its party."""
+    party_secrets_file: Path | None = None
+    """The party secrets (the same file the inbound endpoint reads); required with `inbound_url`."""
+
+    @model_validator(mode="after")
+    def _secrets_with_inbound(self) -> WorldSettings:
+        if self.inbound_url is not None and self.party_secrets_file is None:
+            raise ValueError("WORLD_INBOUND_URL needs WORLD_PARTY_SECRETS_FILE to sign with")
+        return self
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> WorldSettings:
@@ -27,6 +38,8 @@ class WorldSettings(BaseModel):
                 ("ingress_url", "WORLD_INGRESS_URL"),
                 ("day_seconds", "WORLD_DAY_SECONDS"),
                 ("catalogue", "WORLD_CATALOGUE"),
+                ("inbound_url", "WORLD_INBOUND_URL"),
+                ("party_secrets_file", "WORLD_PARTY_SECRETS_FILE"),
             )
             if env.get(var)
         }

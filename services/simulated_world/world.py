@@ -32,7 +32,7 @@ from simulated_world.erp import BookedReceipt, Erp, ItemSetup
 from simulated_world.errors import BadRequest, NotFound, Unavailable, Unprocessable
 from simulated_world.faults import FaultBook, SupplierFaults
 from simulated_world.manager import ApprovalEntry, DecisionBody, ManagerInbox, ManagerPolicy
-from simulated_world.messenger import Messenger
+from simulated_world.messenger import Door, Messenger
 from simulated_world.scheduler import Scheduler
 from simulated_world.suppliers import (
     CHASE_REPLY_DAYS,
@@ -47,11 +47,11 @@ from simulated_world.suppliers import (
 
 
 class SimulatedWorld:
-    def __init__(self, clock: Clock, client: httpx.AsyncClient, ingress_url: str) -> None:
+    def __init__(self, clock: Clock, client: httpx.AsyncClient, ingress_url: str, door: Door | None = None) -> None:
         self.clock = clock
         self.client = client
         self.scheduler = Scheduler(clock)
-        self.messenger = Messenger(ingress_url, client, self.scheduler, clock)
+        self.messenger = Messenger(ingress_url, client, self.scheduler, clock, door=door)
         self.calls = CallLog()
         self.erp = Erp(clock.day_seconds)
         self.suppliers: dict[str, Supplier] = {}

@@ -31,13 +31,19 @@ def intruder(restate_runtime: RestateRuntime, log_dir: Path) -> Iterator[Hyperco
         log_path=log_dir / "intruder.log",
         bind_host=restate_runtime.service_bind_host,
     )
+    deployment = None
     try:
         app.start()
         app.wait_ready()
-        register_deployment(restate_runtime.admin_url, restate_runtime.deployment_uri(app.port))
+        deployment = register_deployment(restate_runtime.admin_url, restate_runtime.deployment_uri(app.port))
         yield app
     finally:
         app.stop()
+        if deployment is not None:
+            # Other tests count the runtime's deployments: leave only the replenisher's.
+            httpx.delete(
+                f"{restate_runtime.admin_url}/deployments/{deployment.id}", params={"force": "true"}, timeout=30
+            )
 
 
 async def approve(scenario: Scenario, request: dict[str, object]) -> httpx.Response:
@@ -106,19 +112,29 @@ async def test_a_record_written_by_newer_code_is_a_terminal_error_not_a_retry_lo
     await scenario.setup(on_hand=50)
     await scenario.check()
     record = await scenario.status()
-    newer = json.dumps({**record, "schema_version": 99}).encode()
-    async with httpx.AsyncClient(base_url=restate_runtime.admin_url, timeout=30) as admin:
+    try:
+        await write_record(restate_runtime, scenario.sku, {**record, "schema_version": 99})
+
+        # Each handler that reads the record answers at once, with the reason, instead of retrying.
+        async def refused() -> httpx.Response | None:
+            response = await scenario.ingress.get(f"/SkuAgent/{scenario.sku}/status", timeout=10)
+            return response if response.status_code >= 400 else None
+
+        answer = await eventually(refused, what="status to refuse the newer record")
+        assert answer.status_code == 500 and "schema version 99" in answer.text
+        checked = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/check", timeout=10)
+        assert checked.status_code == 500 and "newer than this code" in checked.text
+    finally:
+        # The session's other tests list every SKU: leave none this code cannot read.
+        await write_record(restate_runtime, scenario.sku, record)
+    assert await scenario.status() == record
+
+
+async def write_record(runtime: RestateRuntime, sku: str, record: dict[str, object]) -> None:
+    """Replace the SKU's stored record through the admin API, as an operator (or newer code) could."""
+    raw = json.dumps(record).encode()
+    async with httpx.AsyncClient(base_url=runtime.admin_url, timeout=30) as admin:
         response = await admin.post(
-            "/services/SkuAgent/state", json={"object_key": scenario.sku, "new_state": {"record": list(newer)}}
+            "/services/SkuAgent/state", json={"object_key": sku, "new_state": {"record": list(raw)}}
         )
         assert response.is_success, response.text
-
-    # Each handler that reads the record answers at once, with the reason, instead of retrying.
-    async def refused() -> httpx.Response | None:
-        response = await scenario.ingress.get(f"/SkuAgent/{scenario.sku}/status", timeout=10)
-        return response if response.status_code >= 400 else None
-
-    answer = await eventually(refused, what="status to refuse the newer record")
-    assert answer.status_code == 500 and "schema version 99" in answer.text
-    checked = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/check", timeout=10)
-    assert checked.status_code == 500 and "newer than this code" in checked.text

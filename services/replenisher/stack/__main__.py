@@ -34,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--node-port", type=int, default=defaults.restate.node)
     parser.add_argument("--service-port", type=int, default=defaults.service_port)
     parser.add_argument("--world-port", type=int, default=defaults.world_port)
+    parser.add_argument("--inbound-port", type=int, default=defaults.inbound_port, help="the inbound endpoint")
     parser.add_argument(
         "--day-seconds",
         type=float,
@@ -58,6 +59,7 @@ def _config(args: argparse.Namespace) -> StackConfig:
         restate=RestatePorts(ingress=args.ingress_port, admin=args.admin_port, node=args.node_port),
         service_port=args.service_port,
         world_port=args.world_port,
+        inbound_port=args.inbound_port,
         day_seconds=args.day_seconds,
         catalogue=args.catalogue,
         config_file=args.config,
@@ -95,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             _print_status(stack)
             print(f"\ningress  {cfg.ingress_url}   e.g. curl {cfg.ingress_url}/SkuAgent/SKU-123/status")
             print(f"admin    {cfg.admin_url}   restate CLI: RESTATE_ADMIN_URL={cfg.admin_url} restate ...")
+            print(f"inbound  {cfg.inbound_url}   outside parties' signed messages (secrets: {cfg.secrets_file})")
             print(f"data     {cfg.data_dir}   (kept by `down`)")
             return 0
         if args.command == "down":

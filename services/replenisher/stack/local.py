@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.stack.admin import register_deployment
 from replenisher.stack.ports import LOOPBACK, RestatePorts, ensure_ports_free
 from replenisher.stack.processes import (
@@ -29,6 +30,8 @@ from replenisher.stack.processes import (
 STATE_FILE = "stack.json"
 SERVICE_APP = "replenisher.durable.app:app"
 WORLD_APP = "simulated_world.app:app"
+INBOUND_APP = "replenisher.inbound.app:app"
+SECRETS_FILE = "party-secrets.json"
 ONE_DAY_SECONDS = 86_400.0
 SERVICE_NAME = "replenisher"
 # What an operator may call a process on the command line, beside its recorded name.
@@ -53,10 +56,12 @@ class StackConfig(BaseModel):
     restate: RestatePorts = RestatePorts()
     service_port: int = 9080
     world_port: int = 9100
+    inbound_port: int = 9090
     day_seconds: float = ONE_DAY_SECONDS
     catalogue: str | None = None
     service_app: str = SERVICE_APP
     world_app: str = WORLD_APP
+    inbound_app: str = INBOUND_APP
     config_file: Path | None = None
     # Passed through to the respective process on top of the inherited environment.
     service_env: dict[str, str] = Field(default_factory=dict)
@@ -71,6 +76,11 @@ class StackConfig(BaseModel):
     @property
     def log_dir(self) -> Path:
         return self.state_dir / "logs"
+
+    @property
+    def secrets_file(self) -> Path:
+        """The outside parties' secrets: made by the first `up`, kept by `down` (they are handed out)."""
+        return self.state_dir / SECRETS_FILE
 
     @property
     def ingress_url(self) -> str:
@@ -88,8 +98,17 @@ class StackConfig(BaseModel):
     def service_url(self) -> str:
         return f"http://{LOOPBACK}:{self.service_port}"
 
+    @property
+    def inbound_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.inbound_port}"
+
     def all_ports(self) -> dict[str, int]:
-        return {**self.restate.named(), "replenisher service": self.service_port, "world": self.world_port}
+        return {
+            **self.restate.named(),
+            "replenisher service": self.service_port,
+            "world": self.world_port,
+            "inbound endpoint": self.inbound_port,
+        }
 
 
 class ProcessRecord(BaseModel):
@@ -183,7 +202,19 @@ class Stack:
             log_path=cfg.log_dir / "restate-server.log",
             config_file=cfg.config_file,
         )
-        world_env = {"WORLD_INGRESS_URL": cfg.ingress_url, "WORLD_DAY_SECONDS": day, **cfg.world_env}
+        secrets = str(cfg.secrets_file)
+        inbound_env = {"REPLENISHER_INGRESS_URL": cfg.ingress_url, "REPLENISHER_PARTY_SECRETS_FILE": secrets}
+        inbound = HypercornApp(
+            cfg.inbound_app, cfg.inbound_port, inbound_env, name="inbound", log_path=cfg.log_dir / "inbound.log"
+        )
+        world_env = {
+            "WORLD_INGRESS_URL": cfg.ingress_url,
+            "WORLD_DAY_SECONDS": day,
+            # The world plays every outside party: it signs as each and goes through their door.
+            "WORLD_INBOUND_URL": cfg.inbound_url,
+            "WORLD_PARTY_SECRETS_FILE": secrets,
+            **cfg.world_env,
+        }
         if cfg.catalogue is not None:
             world_env["WORLD_CATALOGUE"] = cfg.catalogue
         world = HypercornApp(cfg.world_app, cfg.world_port, world_env, name="world", log_path=cfg.log_dir / "world.log")
@@ -195,7 +226,12 @@ class Stack:
             name=SERVICE_NAME,
             log_path=cfg.log_dir / f"{SERVICE_NAME}.log",
         )
-        return [(restate, cfg.admin_url), (world, cfg.world_url), (service, cfg.service_url)]
+        return [
+            (restate, cfg.admin_url),
+            (inbound, cfg.inbound_url),
+            (world, cfg.world_url),
+            (service, cfg.service_url),
+        ]
 
     def status(self) -> list[ProcessStatus]:
         state = self._read_state()
@@ -216,6 +252,8 @@ class Stack:
             listing = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
             raise StackError(f"the stack in {self.config.state_dir} is already running: {listing}")
         ensure_ports_free(self.config.all_ports())
+        if not self.config.secrets_file.exists():
+            write_secrets(self.config.secrets_file, new_secrets())
         wired = [*_service_wiring(self.config), *self.config.service_env]
         state = StackState(config=self.config, service_settings=ServiceSettings.of(os.environ, wired))
         started: list[ManagedProcess] = []

@@ -1,0 +1,226 @@
+"""The inbound endpoint: outside parties' only way to a SKU's address.
+
+`hypercorn replenisher.inbound.app:app --bind 127.0.0.1:9090`. One route:
+
+    POST /messages/{sku}   {"event": ..., "payload": {...}}
+    x-replenisher-party: supplier:<id> | warehouse | manager
+    x-replenisher-timestamp: <unix seconds>
+    x-replenisher-signature: v1=<hex HMAC-SHA256>   (see signing.py)
+    idempotency-key: optional, the sender's own
+
+Checks, in order, each refused with `{"error": reason}` and nothing forwarded: unknown
+path or method 404; body over 64 KiB 413; missing or unknown party, bad signature, or a
+timestamp outside the replay window 401; the same signature again 409; malformed JSON
+or fields 400; an event the party may not send, or a supplier writing as another, 403.
+A message that passes is forwarded to `SkuAgent/{sku}/deliver` on Restate's ingress with
+the authenticated sender stamped on it; the ingress's answer passes through (its 4xx
+too), and an ingress that cannot be reached is a 503.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import quote, unquote
+
+import httpx
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from replenisher.domain.documents import EventKind, Sender
+from replenisher.domain.parties import refusal
+from replenisher.inbound.replay import SeenSignatures
+from replenisher.inbound.settings import MAX_BODY_BYTES, InboundSettings
+from replenisher.inbound.signing import (
+    PARTY_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    load_secrets,
+    secret_for,
+    verify,
+)
+
+log = logging.getLogger("replenisher.inbound")
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+FORWARD_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
+PREFIX = "/messages/"
+
+
+class Refused(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class Inbound(BaseModel):
+    """What a party sends. Nothing else: a `sender` in the body is the party's claim, not ours."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: EventKind
+    payload: dict[str, Any]
+
+
+class Reply:
+    def __init__(self, status: int, body: bytes, content_type: bytes = b"application/json") -> None:
+        self.status = status
+        self.body = body
+        self.content_type = content_type
+
+    @classmethod
+    def error(cls, status: int, reason: str) -> Reply:
+        return cls(status, json.dumps({"error": reason}).encode())
+
+    async def send(self, send: Send) -> None:
+        headers = [(b"content-type", self.content_type), (b"content-length", str(len(self.body)).encode())]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+class InboundApp:
+    def __init__(self, settings: InboundSettings | None = None) -> None:
+        self._settings = settings
+        self._secrets: dict[str, str] | None = None
+        self._seen: SeenSignatures | None = None
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def settings(self) -> InboundSettings:
+        if self._settings is None:
+            self._settings = InboundSettings.from_env()
+        return self._settings
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        if self._secrets is None:
+            self._secrets = load_secrets(self.settings.secrets_file)
+        return self._secrets
+
+    @property
+    def seen(self) -> SeenSignatures:
+        if self._seen is None:
+            self._seen = SeenSignatures(self.settings.replay_window_seconds)
+        return self._seen
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            reply = await self.handle(scope, receive)
+        except Refused as e:
+            log.warning("refused %s %s: %d %s", scope["method"], scope["path"][:200], e.status, e.reason)
+            reply = Reply.error(e.status, e.reason)
+        await reply.send(send)
+
+    async def lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                # Fail at start, not at the first message, when the secrets cannot be read.
+                _ = self.secrets
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._client is not None:
+                    await self._client.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def handle(self, scope: Scope, receive: Receive) -> Reply:
+        method, path = scope["method"], scope["path"]
+        if method == "GET" and path == "/health":
+            return Reply(200, b'{"ok":true}')
+        if method != "POST" or not path.startswith(PREFIX) or "/" in path[len(PREFIX) :] or path == PREFIX:
+            raise Refused(404, f"no such endpoint: {method} {path[:200]} (messages go to POST /messages/<sku>)")
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        body = await read_body(headers, receive)
+        raw_path = scope.get("raw_path") or path.encode()
+        sender, signature = self.authenticate(headers, raw_path.decode("latin-1"), body)
+        message = parse(body)
+        refused = refusal(sender, message.event, message.payload)
+        if refused is not None:
+            raise Refused(403, refused)
+        sku = unquote(path[len(PREFIX) :])
+        try:
+            reply = await self.forward(sku, sender, message, headers.get("idempotency-key") or signature)
+        except Refused:
+            self.seen.forget(signature)
+            raise
+        if reply.status >= 300:
+            # Only a delivered message makes its signature spent: a sender retrying the very same
+            # signed request (within the same second) after a failure must get through. Restate
+            # still delivers it once, by its idempotency key.
+            self.seen.forget(signature)
+        log.info("%s %s for %s: %d", sender.party, message.event, sku[:64], reply.status)
+        return reply
+
+    def authenticate(self, headers: dict[str, str], path: str, body: bytes) -> tuple[Sender, str]:
+        party = headers.get(PARTY_HEADER, "")
+        secret = secret_for(self.secrets, party)
+        if secret is None:
+            raise Refused(401, f"unknown or missing party in {PARTY_HEADER}")
+        timestamp = headers.get(TIMESTAMP_HEADER, "")
+        given = headers.get(SIGNATURE_HEADER, "")
+        if not timestamp.isdigit() or not verify(secret, timestamp, party, path, body, given):
+            raise Refused(401, f"bad signature for {party!r} (see {SIGNATURE_HEADER} in the README)")
+        now = time.time()
+        window = self.settings.replay_window_seconds
+        if abs(now - int(timestamp)) > window:
+            raise Refused(401, f"timestamp {timestamp} is more than {window:g}s from our clock")
+        if not self.seen.first_time(given, now):
+            raise Refused(409, "this signed request was already received (a replay)")
+        return Sender(party=party), given
+
+    async def forward(self, sku: str, sender: Sender, message: Inbound, key: str) -> Reply:
+        url = f"{self.settings.ingress_url.rstrip('/')}/SkuAgent/{quote(sku, safe='')}/deliver"
+        body = {**message.model_dump(mode="json"), "sender": sender.model_dump(), "received_at": time.time()}
+        # Keys are per party: one party cannot pre-empt another's message by guessing its key.
+        headers = {"idempotency-key": f"{sender.party}/{key}"[:256]}
+        try:
+            response = await self.client.post(url, json=body, headers=headers)
+        except httpx.HTTPError as e:
+            raise Refused(503, f"the SKU's address cannot be reached now ({type(e).__name__}); send again") from e
+        return Reply(response.status_code, response.content, b"application/json")
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=FORWARD_TIMEOUT)
+        return self._client
+
+
+async def read_body(headers: dict[str, str], receive: Receive) -> bytes:
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise Refused(413, f"body over 64 KiB ({MAX_BODY_BYTES} bytes)")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise Refused(413, f"body over 64 KiB ({MAX_BODY_BYTES} bytes)")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def parse(body: bytes) -> Inbound:
+    try:
+        return Inbound.model_validate_json(body)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in e.errors())
+        raise Refused(400, problems) from e
+
+
+app = InboundApp()

@@ -1,0 +1,116 @@
+"""Signing and verifying messages from outside parties, as webhook providers do.
+
+Pure: the inbound endpoint verifies with it, and the simulated world (playing every outside
+party) signs with it. Each party has its own secret; a signature covers the timestamp, the
+party, the request path and the exact body bytes:
+
+    x-replenisher-signature: v1=<hex HMAC-SHA256(secret, "v1:" + timestamp + ":" + party + ":" + path + ":" + body)>
+
+The secrets live in one JSON file (`{"supplier:cogs": "...", "warehouse": "...", "manager": "..."}`,
+mode 0600) that both sides are given. Suppliers come and go, so the file may instead hold a
+master, `"supplier:*"`, from which each supplier's own secret is derived
+(HMAC-SHA256(master, "supplier:<id>"), hex): that is what the supplier is given, and it
+cannot compute another supplier's from it. A secret named for a supplier wins over the master.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from replenisher.domain.documents import Sender
+
+PARTY_HEADER = "x-replenisher-party"
+TIMESTAMP_HEADER = "x-replenisher-timestamp"
+SIGNATURE_HEADER = "x-replenisher-signature"
+VERSION = "v1"
+MIN_SECRET_LENGTH = 32
+SUPPLIER_MASTER = "supplier:*"
+
+
+class SecretsError(ValueError):
+    """The party secrets file is missing, unreadable or holds something that is not a secret."""
+
+
+def signature(secret: str, timestamp: str, party: str, path: str, body: bytes) -> str:
+    signed = f"{VERSION}:{timestamp}:{party}:{path}:".encode() + body
+    return f"{VERSION}=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+
+
+def verify(secret: str, timestamp: str, party: str, path: str, body: bytes, given: str) -> bool:
+    expected = signature(secret, timestamp, party, path, body)
+    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "surrogatepass"))
+
+
+def signed_headers(secret: str, party: str, path: str, body: bytes, now: float) -> dict[str, str]:
+    timestamp = str(int(now))
+    return {
+        PARTY_HEADER: party,
+        TIMESTAMP_HEADER: timestamp,
+        SIGNATURE_HEADER: signature(secret, timestamp, party, path, body),
+    }
+
+
+_SECRETS = TypeAdapter(dict[str, str])
+
+
+def parse_secrets(raw: bytes | str) -> dict[str, str]:
+    try:
+        found = _SECRETS.validate_json(raw)
+    except ValidationError as e:
+        raise SecretsError(f"party secrets must be a JSON object of party to secret: {e.errors()[0]['msg']}") from e
+    for party, secret in found.items():
+        try:
+            if party != SUPPLIER_MASTER:
+                Sender(party=party)
+        except ValidationError:
+            raise SecretsError(f"{party!r} is not a party (manager, warehouse or supplier:<id>)") from None
+        if party == "operator":
+            raise SecretsError("operators use the internal ingress; they have no inbound secret")
+        if len(secret) < MIN_SECRET_LENGTH:
+            raise SecretsError(f"the secret of {party!r} is shorter than {MIN_SECRET_LENGTH} characters")
+    return found
+
+
+def secret_for(secrets: Mapping[str, str], party: str) -> str | None:
+    """The party's secret: its own entry, or for a supplier one derived from the master."""
+    if party == SUPPLIER_MASTER:
+        return None  # the master signs nothing itself
+    if party in secrets:
+        return secrets[party]
+    master = secrets.get(SUPPLIER_MASTER)
+    if master is None or not party.startswith("supplier:"):
+        return None
+    try:
+        Sender(party=party)
+    except ValidationError:
+        return None
+    return hmac.new(master.encode(), party.encode(), hashlib.sha256).hexdigest()
+
+
+def load_secrets(path: Path) -> dict[str, str]:
+    try:
+        return parse_secrets(path.read_bytes())
+    except OSError as e:
+        raise SecretsError(f"cannot read party secrets {path}: {e.strerror}") from e
+
+
+def new_secrets(parties: Iterable[str] = ("manager", "warehouse", SUPPLIER_MASTER)) -> dict[str, str]:
+    return {party: secrets.token_hex(32) for party in parties}
+
+
+def write_secrets(path: Path, values: Mapping[str, str]) -> None:
+    """Written 0600 from the start: the file never exists readable by others."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(dict(values), f, indent=2)
+    os.replace(tmp, path)

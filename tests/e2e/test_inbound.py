@@ -1,0 +1,144 @@
+"""The inbound endpoint over real HTTP: every refusal, and a good message reaching its run
+with the authenticated sender on it. Judged from the world's and the run's records."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from e2e.scenario import Scenario, ok
+from replenisher.inbound.signing import load_secrets, secret_for, signed_headers
+from replenisher.stack.processes import HypercornApp
+
+pytestmark = pytest.mark.e2e
+
+
+class Party:
+    """Sends as one outside party, signing with its secret (or with what a test tampers)."""
+
+    def __init__(self, http: httpx.AsyncClient, secrets: dict[str, str], party: str) -> None:
+        self.http = http
+        self.party = party
+        self.secret = secret_for(secrets, party) or ""
+
+    async def send(
+        self, sku: str, body: bytes | dict[str, Any], *, at: float | None = None, **headers: str
+    ) -> httpx.Response:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        path = f"/messages/{sku}"
+        signed = signed_headers(self.secret, self.party, path, raw, time.time() if at is None else at)
+        return await self.http.post(path, content=raw, headers={**signed, **headers})
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def door(inbound: HypercornApp) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=inbound.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def secrets(party_secrets: Path) -> dict[str, str]:
+    return load_secrets(party_secrets)
+
+
+def refused(response: httpx.Response, status: int, reason: str) -> None:
+    assert response.status_code == status, (response.status_code, response.text)
+    assert reason in response.json()["error"], response.text
+
+
+async def test_every_refusal_has_its_status_and_reason_and_changes_nothing(
+    scenario: Scenario, door: httpx.AsyncClient, secrets: dict[str, str]
+) -> None:
+    await scenario.setup(on_hand=50)
+    await scenario.check()
+    before = await scenario.status()
+    sku = scenario.sku
+    reply = {"po_number": "PO-1", "supplier": scenario.supplier, "text": "Shipped."}
+    message = {"event": "supplier-reply", "payload": reply}
+    supplier = Party(door, secrets, f"supplier:{scenario.supplier}")
+
+    refused(await door.get(f"/messages/{sku}"), 404, "no such endpoint")
+    refused(await door.post(f"/SkuAgent/{sku}/deliver", json=message), 404, "no such endpoint")
+    refused(await supplier.send(sku, {"event": "supplier-reply", "payload": {"text": "x" * 70_000}}), 413, "64")
+
+    refused(await door.post(f"/messages/{sku}", json=message), 401, "party")
+    refused(await Party(door, secrets, "operator").send(sku, message), 401, "party")
+    refused(await Party(door, secrets, "supplier:*").send(sku, message), 401, "party")
+    forged = Party(door, secrets, f"supplier:{scenario.supplier}")
+    forged.secret = "0" * 64
+    refused(await forged.send(sku, message), 401, "bad signature")
+    refused(await supplier.send(sku, message, at=time.time() - 3600), 401, "from our clock")
+    raw = json.dumps(message).encode()
+    signed = signed_headers(supplier.secret, supplier.party, f"/messages/{sku}", raw, time.time())
+    tampered = raw.replace(b"Shipped", b"Cancel!")
+    refused(await door.post(f"/messages/{sku}", content=tampered, headers=signed), 401, "bad signature")
+    other_sku = await door.post(f"/messages/{sku}-X", content=raw, headers=signed)
+    refused(other_sku, 401, "bad signature")
+
+    refused(await supplier.send(sku, b"{not json"), 400, "JSON")
+    refused(await supplier.send(sku, {**message, "sender": {"party": "manager"}}), 400, "sender")
+    refused(await supplier.send(sku, {"event": "invoice", "payload": {}}), 400, "event")
+
+    approval = {"event": "approval", "payload": {"po_number": "PO-1", "token": "t", "approved": True}}
+    refused(await supplier.send(sku, approval), 403, "may not send 'approval'")
+    refused(await Party(door, secrets, "warehouse").send(sku, approval), 403, "may not send 'approval'")
+    goods = {"event": "goods", "payload": {"receipt_id": "r", "po_number": "PO-1", "sku": sku, "quantity": 1}}
+    refused(await supplier.send(sku, goods), 403, "may not send 'goods'")
+    refused(await Party(door, secrets, "manager").send(sku, message), 403, "may not send 'supplier-reply'")
+    as_other = {"event": "supplier-reply", "payload": {**reply, "supplier": "acme-rival"}}
+    refused(await supplier.send(sku, as_other), 403, "only write about its own orders")
+
+    # The ingress's own 4xx comes back through the door (a payload the agent finds malformed).
+    bad_payload = {"event": "supplier-reply", "payload": {"supplier": scenario.supplier, "text": "no PO"}}
+    answer = await supplier.send(sku, bad_payload)
+    assert answer.status_code == 400 and "po_number" in answer.text, answer.text
+
+    assert await scenario.status() == before, "no refused message reached the SKU"
+
+    # Positive control, and a replay of it: the first is kept (no run is active), the second refused.
+    first = await supplier.send(sku, message, **{"idempotency-key": "reply-1"})
+    assert first.status_code == 200, first.text
+    kept = (await scenario.status())["kept"]
+    assert [(m["event"], m["sender"]["party"]) for m in kept] == [("supplier-reply", supplier.party)]
+    replay = await door.post(f"/messages/{sku}", content=first.request.content, headers=dict(first.request.headers))
+    refused(replay, 409, "already received")
+    assert len((await scenario.status())["kept"]) == 1
+
+
+async def test_the_world_signs_as_each_party_and_a_supplier_is_the_only_one_heard_on_its_order(
+    scenario: Scenario, door: httpx.AsyncClient, secrets: dict[str, str]
+) -> None:
+    await scenario.setup(lead_days=300)
+    await scenario.fault(quiet=True)  # the supplier's own reply comes from this test
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    po = request["po_number"]
+    await scenario.decide(po, approved=True)  # the world sends it as the manager, through the door
+    await scenario.waiting_for(run_id, "wait_for_supplier_reply", within=30)
+    approval = (await scenario.run_view(run_id))["state"]["approval"]
+    assert approval["channel"] == "manager" and approval["decided_at"] is not None
+    pushed = ok(await scenario.world.get("/admin/messages", params={"sku": scenario.sku}))["messages"]
+    assert [(m["party"], m["status"]) for m in pushed] == [("manager", "delivered")]
+
+    rival = Party(door, secrets, "supplier:acme-rival")
+    spoof = {"event": "supplier-reply", "payload": {"po_number": po, "supplier": scenario.supplier, "text": "Cancel"}}
+    refused(await rival.send(scenario.sku, spoof), 403, "only write about its own orders")
+
+    supplier = Party(door, secrets, f"supplier:{scenario.supplier}")
+    text = "We confirm the order; delivery in 2 days."
+    reply = {"event": "supplier-reply", "payload": {"po_number": po, "supplier": scenario.supplier, "text": text}}
+    delivered = await supplier.send(scenario.sku, reply)
+    assert delivered.status_code == 200 and delivered.json()["run_id"] == run_id, delivered.text
+    routed = (await scenario.status())["active"]["routed"]
+    assert routed[-1]["sender"] == {"party": supplier.party} and routed[-1]["at"] <= time.time()
+
+    state = await scenario.waiting_for(run_id, "wait_for_goods", within=30)
+    assert state["state"]["reply"]["confirmed"] is True and state["state"]["reply"]["delivery_days"] == 2
+    assert [c for c in await scenario.calls() if c["op"] == "cancel"] == [], "the spoofed reply changed nothing"
