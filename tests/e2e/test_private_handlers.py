@@ -26,6 +26,7 @@ PRIVATE = {
     ("SkuAgent", "reconcile_due"),
     ("SkuAgent", "finish"),
     ("SkuAgent", "note_security"),
+    ("SkuAgent", "reconcile_due"),
     ("Replenish", "run"),
     ("Replenish", "deliver"),
 }
