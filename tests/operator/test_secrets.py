@@ -57,7 +57,7 @@ async def test_a_token_that_went_to_the_run_is_withheld_everywhere_it_is_shown(
     again = await scenario.ingress.get(f"/SkuAgent/{scenario.sku}/status")
     assert [m["payload"]["token"] for m in again.json()["kept"]] == ["<withheld>"]
     views["status again"] = again.text
-    for name in ("replenisher.log", "restate-server.log", "world.log"):
+    for name in ("replenisher.log", "restate-server.log", "world.log", "inbound.log"):
         views[f"log {name}"] = (log_dir / name).read_text(errors="replace")
 
     leaked = [name for name, text in views.items() if token in text]
