@@ -6,6 +6,7 @@ the plumbing alone: install, ports, readiness, registration, crash and restart, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -349,6 +350,58 @@ def test_restart_service_keeps_restate_and_the_world_and_records_the_new_pid(
         assert not pid_alive(new_pid), "down stops the restarted service, not only the one up started"
     finally:
         Stack(config).down()
+
+
+async def test_restart_inbound_keeps_the_secrets_so_the_world_still_gets_through(tmp_path: Path) -> None:
+    config = _stack_config(tmp_path / ".stack").model_copy(
+        update={"service_app": SERVICE_APP, "world_app": WORLD_APP, "catalogue": "empty", "day_seconds": 60.0}
+    )
+    stack = Stack(config)
+
+    async def decide_through_inbound(world: httpx.AsyncClient, po: str) -> None:
+        # The manager's decision: the world pushes it, signed as the manager, through the inbound door.
+        request = {
+            "po_number": po, "sku": "SKU-8", "supplier": "acme", "quantity": 5, "unit_price": 2.0,
+            "quote_id": "q-1", "expires_at": 9999999999, "token": f"t-{po}", "run_id": "replenish-SKU-8-1",
+        }  # fmt: skip
+        assert (await world.post("/manager/approval-requests", json=request)).status_code == 201
+        decided = await world.post(f"/manager/approval-requests/{po}/decision", json={"approved": False})
+        assert decided.status_code == 200, decided.text
+
+        async def delivered() -> bool:
+            messages = (await world.get("/admin/messages", params={"sku": "SKU-8"})).json()["messages"]
+            mine = [m for m in messages if m["po_number"] == po]
+            assert mine and mine[0]["status"] != "rejected", mine
+            return mine[0]["status"] == "delivered"
+
+        await eventually(delivered, timeout=60, what=f"the decision on {po} delivered through the inbound endpoint")
+
+    try:
+        await asyncio.to_thread(stack.up)
+        async with httpx.AsyncClient(base_url=config.world_url, timeout=10) as world:
+            setup = {"name": "Acme", "prices": {"SKU-8": 2.0}, "lead_days": 2, "reply_days": 1}
+            assert (await world.put("/admin/suppliers/acme", json=setup)).status_code == 200
+            item = {"on_hand": 500, "safety_stock": 100, "target_stock": 800, "suppliers": ["acme"]}
+            assert (await world.put("/admin/items/SKU-8", json=item)).status_code == 200  # the ERP stocks it
+            await decide_through_inbound(world, "PO-SKU-8-1-1")
+            before = {s.name: s.pid for s in stack.status()}
+
+            restarted = await asyncio.to_thread(_stack_cli, config, "restart", "inbound")
+            assert restarted.returncode == 0, restarted.stderr
+            after = {s.name: s for s in stack.status()}
+            assert after["inbound"].pid != before["inbound"] and after["inbound"].running
+            assert not pid_alive(before["inbound"])
+            assert {n: s.pid for n, s in after.items() if n != "inbound"} == {
+                n: pid for n, pid in before.items() if n != "inbound"
+            }
+            # Same secrets file: the world's next signed push is let through by the new process.
+            await decide_through_inbound(world, "PO-SKU-8-2-1")
+
+        stopped = await asyncio.to_thread(_stack_cli, config, "down")
+        assert stopped.returncode == 0, stopped.stderr
+        assert not pid_alive(after["inbound"].pid), "down stops the restarted inbound endpoint"
+    finally:
+        await asyncio.to_thread(Stack(config).down)
 
 
 def test_restart_when_the_stack_is_down_says_so(stack_config: StackConfig) -> None:
