@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from operator_support import setup_lasting_quotes
+from playwright.async_api import expect
 
 from e2e.scenario import Scenario
 from replenisher.stack.processes import HypercornApp
@@ -29,7 +30,7 @@ async def test_the_manager_approves_in_the_inbox_and_watches_the_run_carry_on(
         run_id = (await scenario.check())["started"]
         request = await scenario.pending_approval()
 
-        row = page.locator(f"#inbox tr[data-sku='{scenario.sku}']")
+        row = page.locator(f"#inbox article[data-sku='{scenario.sku}']")
         await row.wait_for(timeout=20_000)  # the inbox shows new requests by itself, without a reload
         assert request["po_number"] in await row.inner_text()
         assert "95" in await row.inner_text() and "4.00" in await row.inner_text()
@@ -37,7 +38,7 @@ async def test_the_manager_approves_in_the_inbox_and_watches_the_run_carry_on(
 
         await row.locator("input[name=up_to]").fill("4.25")
         await row.locator("input[name=note]").fill("fine, order it")
-        await row.get_by_role("button", name="Approve").click()
+        await row.get_by_role("button", name=f"Approve {request['po_number']}", exact=True).click()
 
         await page.wait_for_url(f"**/skus/{scenario.sku}/runs/1?**", timeout=15_000)
         flash = await page.locator(".flash.ok").inner_text()
@@ -62,7 +63,7 @@ async def test_the_manager_approves_in_the_inbox_and_watches_the_run_carry_on(
 
         assert (await scenario.outcome(run_id))["outcome"] == "received"
         await page.goto(f"{console.url}/inbox")
-        assert await page.locator(f"#inbox tr[data-sku='{scenario.sku}']").count() == 0, "no longer in the inbox"
+        assert await page.locator(f"#inbox article[data-sku='{scenario.sku}']").count() == 0, "no longer in the inbox"
 
         await page.goto(f"{console.url}/skus")
         sku_row = page.locator(f"#skus tr[data-sku='{scenario.sku}']")
@@ -77,11 +78,11 @@ async def test_the_manager_rejects_in_the_inbox(browser: Any, console: Hypercorn
     try:
         await setup_lasting_quotes(scenario)
         run_id = (await scenario.check())["started"]
-        await scenario.pending_approval()
+        request = await scenario.pending_approval()
         await page.goto(f"{console.url}/inbox")
-        row = page.locator(f"#inbox tr[data-sku='{scenario.sku}']")
+        row = page.locator(f"#inbox article[data-sku='{scenario.sku}']")
         await row.wait_for(timeout=20_000)  # the inbox shows new requests by itself
-        await row.get_by_role("button", name="Reject").click()
+        await row.get_by_role("button", name=f"Reject {request['po_number']}", exact=True).click()
         await page.wait_for_url(f"**/skus/{scenario.sku}/runs/1?**", timeout=15_000)
         assert "rejected" in await page.locator(".flash.ok").inner_text()
         assert (await scenario.outcome(run_id))["outcome"] == "rejected"
@@ -131,12 +132,12 @@ async def test_with_the_service_killed_the_console_says_since_when_and_what_rest
         banner = page.locator("#service-down")
         await banner.wait_for(timeout=20_000)
         assert "The replenisher service is down since" in await banner.inner_text()
-        row = page.locator(f"#inbox tr[data-sku='{scenario.sku}']")
+        row = page.locator(f"#inbox article[data-sku='{scenario.sku}']")
         assert request["po_number"] in await row.inner_text(), "the inbox is read from Restate's storage"
         await page.screenshot(path=str(artifacts / "inbox-service-down.png"), full_page=True)
 
         await row.locator("input[name=note]").fill("while it is down")
-        await row.get_by_role("button", name="Approve").click()
+        await row.get_by_role("button", name=f"Approve {request['po_number']}", exact=True).click()
         await page.wait_for_url(f"**/skus/{scenario.sku}/runs/1?**", timeout=20_000)
         flash = await page.locator(".flash.ok").inner_text()
         assert "Restate accepted the decision" in flash and "when the service is back" in flash, flash
@@ -149,4 +150,38 @@ async def test_with_the_service_killed_the_console_says_since_when_and_what_rest
         await page.close()
         await phone.close()
         service.restart()
+    assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+
+
+async def test_an_approval_above_the_confirmation_amount_takes_a_second_step(
+    browser: Any, console: HypercornApp, scenario: Scenario
+) -> None:
+    await setup_lasting_quotes(scenario, price=40.0)  # 95 x 40.00 = 3,800.00, above the default 1,000
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    page = await browser.new_page(viewport={"width": 1400, "height": 900})
+    errors: list[Any] = []
+    page.on("pageerror", lambda error: errors.append(error))
+    try:
+        await page.goto(f"{console.url}/inbox")
+        card = page.locator(f"#inbox article[data-sku='{scenario.sku}']")
+        await card.wait_for(timeout=20_000)
+        text = await card.inner_text()
+        assert "95 x 40.00 USD = 3,800.00 USD" in text and "left" in text, text
+        clock = card.locator(".countdown")
+        before = await clock.inner_text()
+        await expect(clock).not_to_have_text(before, timeout=5_000)  # it ticks in the page
+        assert errors == [], errors
+        assert await card.locator("table.mini tr.chosen").count() == 1, "the round's quotes, the chosen one marked"
+        await card.get_by_role("button", name=f"Approve {request['po_number']}", exact=True).click()
+
+        confirm = page.locator("#confirm")
+        await confirm.wait_for(timeout=15_000)
+        assert "at most 3,800.00 USD" in await confirm.inner_text()
+        assert (await scenario.run_view(run_id))["state"]["approval"]["status"] == "pending", "not yet decided"
+        await confirm.get_by_role("button", name=f"Confirm: approve {request['po_number']}").click()
+        await page.wait_for_url(f"**/skus/{scenario.sku}/runs/1?**", timeout=15_000)
+        assert f"{request['po_number']} approved up to 40.00" in await page.locator(".flash.ok").inner_text()
+    finally:
+        await page.close()
     assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"

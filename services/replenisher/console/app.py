@@ -23,7 +23,14 @@ import httpx
 
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.console import pages
-from replenisher.console.inbox import BadDecision, ManagerInbox, NoPendingApproval, decide, pending_approvals
+from replenisher.console.inbox import (
+    BadDecision,
+    ManagerInbox,
+    NoPendingApproval,
+    decide,
+    pending_approvals,
+    pending_for,
+)
 from replenisher.console.overview import sku_rows
 from replenisher.timeline.html import render_html
 from replenisher.timeline.load import chosen_run, load_run_timeline
@@ -76,6 +83,9 @@ class Console:
         self.ingress_url = ingress_url or os.environ.get("REPLENISHER_INGRESS_URL", DEFAULT_INGRESS_URL)
         self.admin_url = admin_url or os.environ.get("REPLENISHER_ADMIN_URL", DEFAULT_ADMIN_URL)
         self.inbox_url = inbox_url or os.environ.get("REPLENISHER_WORLD_URL", DEFAULT_WORLD_URL)
+        # Prices carry no currency of their own (a unit price in the SKU's currency): say which it is.
+        self.currency = os.environ.get("REPLENISHER_CURRENCY", "USD")[:8]
+        self.confirm_above = float(os.environ.get("REPLENISHER_CONSOLE_CONFIRM_ABOVE", "1000"))
         self._client: RestateClient | None = None
         self._http: httpx.AsyncClient | None = None
         self._inbox: ManagerInbox | None = None
@@ -182,13 +192,18 @@ class Console:
     async def home(self, request: Request) -> Response:
         return Response.redirect("/inbox")
 
+    async def inbox_settings(self) -> pages.InboxSettings:
+        return pages.InboxSettings(
+            currency=self.currency, budget=await self.inbox_api.budget(), confirm_above=self.confirm_above
+        )
+
     async def inbox(self, request: Request, flash: tuple[str, str] | None = None, status: int = 200) -> Response:
         pending = await pending_approvals(self.client, self.inbox_api)
-        return Response(pages.inbox(pending, time.time(), flash), status)
+        return Response(pages.inbox(pending, time.time(), flash, await self.inbox_settings()), status)
 
     async def inbox_fragment(self, request: Request) -> Response:
         pending = await pending_approvals(self.client, self.inbox_api)
-        return Response(pages.inbox_fragment(pending, time.time()))
+        return Response(pages.inbox_fragment(pending, time.time(), await self.inbox_settings()))
 
     async def approve(self, request: Request) -> Response:
         form = await request.form()
@@ -204,6 +219,15 @@ class Console:
                 up_to = float(form["up_to"])
             except ValueError:
                 return await self.inbox(request, ("error", f"{form['up_to']!r} is not a price"), 400)
+        if decision == "approve" and form.get("confirmed") != "yes":
+            try:
+                asked = await pending_for(self.client, self.inbox_api, form.get("sku", ""), form["token"])
+            except NoPendingApproval as e:
+                return await self.inbox(request, ("error", str(e)), 409)
+            limit = up_to if up_to is not None else asked.unit_price
+            if asked.token == form["token"] and asked.quantity * limit > self.confirm_above:
+                settings = await self.inbox_settings()
+                return Response(pages.confirm_page(asked, limit, form.get("note", "")[:2000], settings))
         try:
             decided = await decide(
                 self.client,

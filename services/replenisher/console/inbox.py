@@ -18,10 +18,11 @@ import time
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
-from replenisher.domain.documents import ApprovalDecision, ApprovalRequest
+from replenisher.domain.documents import ApprovalDecision, ApprovalRequest, Quote
 from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
 from replenisher.timeline.format import clock
+from replenisher.timeline.model import decision_from_approval
 from replenisher.timeline.restate import (
     Accepted,
     OperatorError,
@@ -61,6 +62,15 @@ class ManagerInbox:
         if self._owns_client:
             await self._client.aclose()
 
+    async def budget(self) -> float | None:
+        """The manager's budget: the highest unit price the inbox's policy approves, if it has one."""
+        try:
+            response = await self._client.get(f"{self.url}/manager/policy")
+            value = response.json().get("max_unit_price") if response.is_success else None
+        except (httpx.TransportError, ValueError):
+            return None
+        return float(value) if isinstance(value, int | float) else None
+
     async def pending(self) -> list[InboxEntry]:
         url = f"{self.url}/manager/approval-requests"
         try:
@@ -73,6 +83,17 @@ class ManagerInbox:
             return [InboxEntry.model_validate(e) for e in response.json()["requests"]]
         except (ValueError, KeyError, ValidationError) as e:
             raise Refused(502, f"the manager's inbox sent something unexpected: {e}") from e
+
+
+class PastDecision(BaseModel):
+    """How one of the SKU's earlier runs ended, and what the manager decided on it."""
+
+    run_id: str
+    outcome: str
+    detail: str
+    unit_price: float | None = Field(description="the price ordered at, else the price asked")
+    decision: str | None = None
+    ended_at: float
 
 
 class PendingApproval(BaseModel):
@@ -88,6 +109,11 @@ class PendingApproval(BaseModel):
     requested_at: float
     decide_by: float
     waiting: bool
+    on_hand: int | None = None
+    safety_stock: int | None = None
+    target_stock: int | None = None
+    quotes: list[Quote] = Field(default_factory=list, description="every quote of the round")
+    past: list[PastDecision] = Field(default_factory=list, description="the SKU's last runs, newest first")
 
     @property
     def total(self) -> float:
@@ -158,6 +184,10 @@ def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
         requested_at=approval.requested_at,
         decide_by=approval.requested_at + state.days(state.waits.approval),
         waiting=view.waiting is not None and view.waiting.tool == "wait_for_approval",
+        on_hand=state.on_hand,
+        safety_stock=state.safety_stock,
+        target_stock=state.target_stock,
+        quotes=sorted(state.quotes, key=lambda q: q.unit_price),
     )
 
 
@@ -172,7 +202,36 @@ async def pending_approvals(client: RestateClient, inbox: ManagerInbox) -> list[
         r: RunView(state=without_secrets(states[r]) if r in states else None, waiting=waiting.get(r)) for r in run_ids
     }
     pending = [p for e in entries if (p := still_pending(e, views[e.request.run_id])) is not None]
+    await _add_past(client, pending)
     return sorted(pending, key=lambda p: (p.decide_by, p.requested_at))
+
+
+PAST_SHOWN = 3
+
+
+async def _add_past(client: RestateClient, pending: list[PendingApproval]) -> None:
+    """Each SKU's last runs and decisions: two more queries, for all the SKUs at once."""
+    if not pending:
+        return
+    records = {r.sku: r for r in await client.sku_records_of(sorted({p.sku for p in pending}))}
+    recent = {sku: r.outcomes[-PAST_SHOWN:][::-1] for sku, r in records.items()}
+    states = await client.run_states([o.run_id for outcomes in recent.values() for o in outcomes])
+    for p in pending:
+        p.past = []
+        for o in recent.get(p.sku, []):
+            st = states.get(o.run_id)
+            decided = decision_from_approval(st.approval) if st is not None else None
+            price = o.unit_price if o.unit_price is not None else (o.po.unit_price if o.po else None)
+            p.past.append(
+                PastDecision(
+                    run_id=o.run_id,
+                    outcome=o.outcome,
+                    detail=o.detail,
+                    unit_price=price,
+                    decision=decided.line() if decided else None,
+                    ended_at=o.ended_at,
+                )
+            )
 
 
 async def pending_for(
@@ -221,6 +280,11 @@ async def decide(
         raise NoPendingApproval(
             f"that token is not the one of {pending.sku}'s pending approval request (now {pending.po_number} at "
             f"{pending.unit_price:.2f}): it was answered or replaced; look again before deciding"
+        )
+    if approved and pending.quote_expired(time.time()):
+        raise BadDecision(
+            f"the quote behind {pending.po_number} expired at {clock(pending.quote_valid_until)}: approving it would "
+            "not order (the run re-quotes and asks again); reject it, or let the run re-quote"
         )
     if approved:
         up_to = pending.unit_price if up_to is None else up_to

@@ -5,6 +5,8 @@ from __future__ import annotations
 from contextvars import ContextVar
 from html import escape
 
+from pydantic import BaseModel, Field
+
 from replenisher.console.inbox import PendingApproval
 from replenisher.console.overview import SkuRow
 from replenisher.domain.sku import SkuRecord
@@ -19,20 +21,36 @@ SERVICE_DOWN: ContextVar[Health | None] = ContextVar("service_down", default=Non
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #111827; margin: 0; }
 body { background: #f9fafb; }
-header { background: #1e3a5f; color: #fff; padding: 10px 24px; display: flex; gap: 24px; align-items: baseline; }
-header b { font-size: 17px; }
-header a { color: #dbeafe; text-decoration: none; }
-header a.here { color: #fff; font-weight: 600; border-bottom: 2px solid #93c5fd; }
-main { padding: 18px 24px; max-width: 1200px; }
+body > header { background: #1e3a5f; color: #fff; padding: 10px 24px; display: flex; gap: 24px; align-items: baseline; }
+body > header b { font-size: 17px; }
+body > header a { color: #dbeafe; text-decoration: none; }
+body > header a.here { color: #fff; font-weight: 600; border-bottom: 2px solid #93c5fd; }
+main { padding: 18px 24px; max-width: 1280px; }
+article.req { background: #fff; box-shadow: 0 1px 2px #0001; padding: 12px 16px; margin-bottom: 14px; }
+article.req header { display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: baseline; }
+article.req h2 { font-size: 17px; margin: 0; }
+article.req h3 { font-size: 12px; text-transform: uppercase; color: #4b5563; margin: 8px 0 2px; }
+article.req p { margin: 2px 0; }
+.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(230px, 1fr)); gap: 4px 18px; }
+.countdown { font-weight: 600; color: #1e3a5f; }
+.countdown.urgent { color: #b91c1c; }
+.tag.over, .tag.expired { background: #fee2e2; color: #991b1b; }
+table.mini { border-collapse: collapse; font-size: 13px; }
+table.mini th, table.mini td { padding: 2px 8px 2px 0; text-align: left; }
+table.mini th { color: #4b5563; font-weight: 600; }
+table.mini tr.chosen td { font-weight: 600; }
+ul.past { margin: 0; padding-left: 18px; font-size: 14px; }
+form.decide label { font-size: 13px; color: #374151; }
+.confirm { font-size: 16px; }
 h1 { font-size: 20px; margin: 4px 0 12px; }
 table.list { border-collapse: collapse; width: 100%; background: #fff; box-shadow: 0 1px 2px #0001; }
 table.list th, table.list td { text-align: left; padding: 8px 10px; border-bottom: 1px solid #e5e7eb; }
 table.list td { vertical-align: top; }
-table.list th { font-size: 12px; text-transform: uppercase; color: #6b7280; background: #f3f4f6; }
+table.list th { font-size: 12px; text-transform: uppercase; color: #374151; background: #f3f4f6; }
 td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.id { white-space: nowrap; }
 .scroll { overflow-x: auto; }
-.muted { color: #6b7280; font-size: 13px; }
+.muted { color: #4b5563; font-size: 13px; }
 .flash { padding: 8px 12px; margin: 0 0 14px; border-radius: 4px; overflow-wrap: anywhere; }
 .flash.ok { background: #dcfce7; border: 1px solid #86efac; }
 .flash.error { background: #fee2e2; border: 1px solid #fca5a5; }
@@ -100,18 +118,51 @@ INBOX_SCRIPT = """
         if (r.ok) { box.innerHTML = await r.text(); }
       } catch (e) { /* the next tick tries again */ }
     }
-    setTimeout(refresh, 3000);
+    setTimeout(refresh, 5000);
   }
-  setTimeout(refresh, 3000);
+  setTimeout(refresh, 5000);
+  // The countdowns tick in the page: no request to the server for that.
+  function left(s) {
+    if (s <= 0) return 'deadline passed';
+    const d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+    const sec = Math.floor(s % 60);
+    if (d) return d + 'd ' + h + 'h left';
+    if (h) return h + 'h ' + m + 'm left';
+    return m + 'm ' + String(sec).padStart(2, '0') + 's left';
+  }
+  setInterval(() => {
+    for (const el of document.querySelectorAll('.countdown[data-until]')) {
+      const s = Number(el.dataset.until) - Date.now() / 1000;
+      el.textContent = left(s);
+      el.classList.toggle('urgent', s < 3600);
+    }
+  }, 1000);
 })();
 </script>
 """
 
 
-def inbox(pending: list[PendingApproval], now: float, flash: tuple[str, str] | None = None) -> str:
+class InboxSettings(BaseModel):
+    """How the inbox shows money: the currency label, the manager's budget, and the total above
+    which an approval asks to be confirmed."""
+
+    currency: str = "USD"
+    budget: float | None = Field(default=None, description="the highest unit price the manager's policy approves")
+    confirm_above: float = 1000.0
+
+    def money(self, amount: float) -> str:
+        return f"{amount:,.2f} {self.currency}"
+
+
+def inbox(
+    pending: list[PendingApproval],
+    now: float,
+    flash: tuple[str, str] | None = None,
+    settings: InboxSettings | None = None,
+) -> str:
     body = (
-        "<div id=inbox-live data-fragment='/inbox/fragment'>"
-        + inbox_fragment(pending, now)
+        "<div id=inbox-live data-fragment='/inbox/fragment' aria-live=polite>"
+        + inbox_fragment(pending, now, settings)
         + "</div><p class=muted>Approving resolves the run's durable promise through Restate's ingress: the run "
         "continues at once. Without a decision by the deadline the run cancels the PO (it fails closed).</p>"
         + INBOX_SCRIPT
@@ -119,52 +170,135 @@ def inbox(pending: list[PendingApproval], now: float, flash: tuple[str, str] | N
     return page("Approval inbox", body, "inbox", flash)
 
 
-def inbox_fragment(pending: list[PendingApproval], now: float) -> str:
+def countdown(seconds: float) -> str:
+    if seconds <= 0:
+        return "deadline passed"
+    days, rest = divmod(int(seconds), 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h left"
+    if hours:
+        return f"{hours}h {minutes}m left"
+    return f"{minutes}m {secs:02d}s left"
+
+
+def inbox_fragment(pending: list[PendingApproval], now: float, settings: InboxSettings | None = None) -> str:
+    settings = settings or InboxSettings()
     if not pending:
         return "<h1>Approval inbox</h1><p class=muted id=empty>Nothing waits for your approval.</p>"
-    rows = []
-    for p in pending:
-        expired = (
-            "<div class=warn>quote expired: the agent will re-quote</div>"
-            if p.quote_expired(now)
-            else f"<div class=muted>quote valid until {escape(clock(p.quote_valid_until))}</div>"
-        )
-        waiting = "" if p.waiting else "<div class=muted>the run is not waiting yet</div>"
-        rows.append(
-            f"<tr data-po='{escape(p.po_number)}' data-sku='{escape(p.sku)}'>"
-            f"<td class=id><b>{escape(p.po_number)}</b><div class=muted><a href='{run_href(p.run_id)}'>"
-            f"{escape(p.run_id)}</a></div></td>"
-            f"<td class=id><a href='/skus/{escape(p.sku)}'>{escape(p.sku)}</a></td>"
-            f"<td class=id>{escape(p.supplier)}</td>"
-            f"<td class=num>{p.quantity}</td>"
-            f"<td class=num>{p.unit_price:.2f}<div class=muted>total {p.total:,.2f}</div></td>"
-            f"<td class=num>{escape(duration(p.age(now)))}{expired}{waiting}</td>"
-            f"<td class=num>{escape(clock(p.decide_by))}</td>"
-            f"<td>{decision_form(p)}</td></tr>"
-        )
+    cards = [request_card(p, now, settings) for p in sorted(pending, key=lambda p: (p.decide_by, p.requested_at))]
     return (
-        f"<h1>Approval inbox <span class=tag>{len(pending)}</span></h1>"
-        "<div class=scroll><table class=list id=inbox><thead>"
-        "<tr><th>PO</th><th>SKU</th><th>supplier</th><th>quantity</th>"
-        "<th>unit price</th><th>quote age</th><th>decide by</th><th>decision</th></tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table></div>"
+        f"<h1>Approval inbox <span class=tag>{len(pending)}</span> "
+        "<span class=muted>nearest deadline first</span></h1>"
+        "<div id=inbox>" + "".join(cards) + "</div>"
     )
 
 
-def decision_form(p: PendingApproval) -> str:
+def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str:
+    expired = p.quote_expired(now)
+    over = settings.budget is not None and p.unit_price > settings.budget
+    flags = []
+    if over and settings.budget is not None:
+        flags.append(f"<span class='tag over' data-flag=over-budget>over budget ({settings.budget:.2f})</span>")
+    if expired:
+        flags.append("<span class='tag expired' data-flag=quote-expired>quote expired</span>")
+    if not p.waiting:
+        flags.append("<span class=tag>run not waiting yet</span>")
+    po = escape(p.po_number)
+    left = p.decide_by - now
+    urgent = " urgent" if left < 3600 else ""
+    head = (
+        f"<header><h2>{po}</h2> <a href='/skus/{escape(p.sku)}'>{escape(p.sku)}</a> · {escape(p.supplier)} "
+        f"{''.join(flags)}<span class='countdown{urgent}' data-until='{p.decide_by:.0f}'>"
+        f"{escape(countdown(left))}</span> <span class=muted>decide by {escape(clock(p.decide_by))}</span></header>"
+    )
+    terms = (
+        "<section><h3>Terms</h3>"
+        f"<p class=num>{p.quantity} x {escape(settings.money(p.unit_price))} = "
+        f"<b>{escape(settings.money(p.total))}</b></p>"
+        f"<p class=muted>quote {escape(p.quote_id)}, valid until {escape(clock(p.quote_valid_until))}; "
+        f"asked {escape(duration(p.age(now)))} ago · <a href='{run_href(p.run_id)}'>{escape(p.run_id)}</a></p>"
+        "</section>"
+    )
+    stock = "<section><h3>Stock</h3><p class=muted>not recorded</p></section>"
+    if p.on_hand is not None:
+        stock = (
+            f"<section><h3>Stock</h3><p>on hand <b>{p.on_hand}</b> · safety {p.safety_stock} · "
+            f"target {p.target_stock}</p></section>"
+        )
+    quotes = "".join(
+        f"<tr{' class=chosen' if q.quote_id == p.quote_id else ''}><td>{escape(q.supplier)}</td>"
+        f"<td class=num>{q.unit_price:.2f}</td><td class=num>{q.lead_days:g} d</td>"
+        f"<td class=num>{escape(clock(q.valid_until)[5:16])}</td></tr>"
+        for q in p.quotes
+    )
+    quote_table = (
+        "<section><h3>Quotes this round</h3><table class=mini><thead><tr><th>supplier</th><th>unit price</th>"
+        f"<th>lead</th><th>valid until</th></tr></thead><tbody>{quotes}</tbody></table></section>"
+        if quotes
+        else ""
+    )
+    past = "".join(
+        f"<li><a href='{run_href(d.run_id)}'>run {escape(d.run_id.rsplit('-', 1)[-1])}</a>: "
+        f"<span class='tag {escape(d.outcome)}'>{escape(d.outcome)}</span>"
+        + (f" at {d.unit_price:.2f}" if d.unit_price is not None else "")
+        + f" · {escape(d.detail)}"
+        + (f"<div class=muted>{escape(d.decision)}</div>" if d.decision else "")
+        + "</li>"
+        for d in p.past
+    )
+    earlier = f"<section><h3>Earlier on {escape(p.sku)}</h3><ul class=past>{past}</ul></section>" if past else ""
+    return (
+        f"<article class=req data-po='{po}' data-sku='{escape(p.sku)}'>{head}"
+        f"<div class=facts>{terms}{stock}{quote_table}{earlier}</div>{decision_form(p, now, settings)}</article>"
+    )
+
+
+def decision_form(p: PendingApproval, now: float, settings: InboxSettings | None = None) -> str:
+    settings = settings or InboxSettings()
+    po = escape(p.po_number)
     hidden = "".join(
         f"<input type=hidden name={name} value='{escape(value)}'>"
         for name, value in (("sku", p.sku), ("run_id", p.run_id), ("token", p.token))
     )
+    ident = escape(p.po_number.replace(" ", "-"))
+    note = (
+        f"<label for='note-{ident}'>note</label>"
+        f"<input type=text id='note-{ident}' name=note placeholder='optional' maxlength=500>"
+    )
+    reject = f"<button class=reject name=decision value=reject formnovalidate aria-label='Reject {po}'>Reject</button>"
+    if p.quote_expired(now):
+        return (
+            f"<form class=decide method=post action='/approvals'>{hidden}"
+            "<p class=warn>The quote has expired: approving would not order. The run re-quotes and asks again; "
+            f"you can reject now.</p>{note}{reject}</form>"
+        )
     return (
         f"<form class=decide method=post action='/approvals'>{hidden}"
-        f"<label>up to <input type=number name=up_to step=0.01 min='{p.unit_price:.2f}' "
-        f"value='{p.unit_price:.2f}' aria-label='approve up to price for {escape(p.po_number)}'></label>"
-        "<input type=text name=note placeholder='note (optional)' maxlength=500>"
-        "<button class=approve name=decision value=approve>Approve</button>"
-        "<button class=reject name=decision value=reject formnovalidate>Reject</button></form>"
+        f"<label for='up-{ident}'>approve up to ({escape(settings.currency)} per unit)</label>"
+        f"<input type=number id='up-{ident}' name=up_to step=0.01 min='{p.unit_price:.2f}' "
+        f"value='{p.unit_price:.2f}'>{note}"
+        f"<button class=approve name=decision value=approve aria-label='Approve {po}'>Approve</button>{reject}</form>"
     )
+
+
+def confirm_page(p: PendingApproval, up_to: float, note: str, settings: InboxSettings) -> str:
+    """The second step of an approval above the confirmation amount: the same form, confirmed."""
+    fields = (("sku", p.sku), ("run_id", p.run_id), ("token", p.token), ("up_to", f"{up_to:.2f}"), ("note", note))
+    hidden = "".join(f"<input type=hidden name={n} value='{escape(v)}'>" for n, v in fields)
+    body = (
+        f"<h1>Confirm the approval of {escape(p.po_number)}</h1><div class='card confirm' id=confirm>"
+        f"<p>{p.quantity} x up to {escape(settings.money(up_to))} = at most "
+        f"<b>{escape(settings.money(p.quantity * up_to))}</b> to {escape(p.supplier)} for {escape(p.sku)} "
+        f"(asked {escape(settings.money(p.unit_price))} per unit).</p>"
+        f"<p class=muted>Approvals above {escape(settings.money(settings.confirm_above))} are confirmed in a "
+        "second step.</p>"
+        f"<form method=post action='/approvals'>{hidden}<input type=hidden name=confirmed value=yes>"
+        f"<button class=approve name=decision value=approve>Confirm: approve {escape(p.po_number)}</button> "
+        "<a href='/inbox'>back to the inbox</a></form></div>"
+    )
+    return page("Confirm approval", body, "inbox")
 
 
 def skus(rows: list[SkuRow], now: float) -> str:

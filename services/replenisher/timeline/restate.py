@@ -342,6 +342,16 @@ class RestateClient:
         records = [SkuRecord.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")]
         return sorted(records, key=lambda r: r.sku)
 
+    async def sku_records_of(self, skus: list[str]) -> list[SkuRecord]:
+        if not skus:
+            return []
+        keys = ", ".join(literal(valid_sku(s)) for s in skus)
+        rows = await self.sql(
+            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = 'record' "
+            f"AND service_key IN ({keys})"
+        )
+        return [SkuRecord.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")]
+
     async def waiting_runs(self) -> dict[str, Waiting]:
         rows = await self.sql(
             "SELECT service_key, value_utf8 FROM state WHERE service_name = 'Replenish' AND key = 'waiting'"

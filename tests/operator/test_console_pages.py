@@ -1,0 +1,95 @@
+"""The inbox's decision screen as HTML, from a pending request, without starting anything."""
+
+from __future__ import annotations
+
+from replenisher.console.inbox import PastDecision, PendingApproval
+from replenisher.console.pages import InboxSettings, countdown, inbox_fragment, request_card
+from replenisher.domain.documents import Quote
+
+NOW = 1_800_000_000.0
+
+
+def pending(**changes: object) -> PendingApproval:
+    quotes = [
+        Quote(
+            quote_id="q-acme",
+            supplier="acme",
+            sku="SKU-9",
+            quantity=100,
+            unit_price=4.1,
+            lead_days=3,
+            valid_until=NOW + 600,
+        ),
+        Quote(
+            quote_id="q-bolt",
+            supplier="bolt",
+            sku="SKU-9",
+            quantity=100,
+            unit_price=4.6,
+            lead_days=1,
+            valid_until=NOW + 600,
+        ),
+    ]
+    base = PendingApproval(
+        sku="SKU-9",
+        run_id="replenish-SKU-9-2",
+        po_number="PO-SKU-9-2-1",
+        supplier="acme",
+        quantity=100,
+        unit_price=4.1,
+        quote_id="q-acme",
+        quote_valid_until=NOW + 600,
+        token="tok",
+        requested_at=NOW - 60,
+        decide_by=NOW + 5400,
+        waiting=True,
+        on_hand=12,
+        safety_stock=40,
+        target_stock=112,
+        quotes=quotes,
+        past=[
+            PastDecision(
+                run_id="replenish-SKU-9-1",
+                outcome="rejected",
+                detail="over budget",
+                unit_price=3.9,
+                decision="rejected (PO-SKU-9-1-1) · by Dana · note: over budget",
+                ended_at=NOW - 86_400,
+            )
+        ],
+    )
+    return base.model_copy(update=changes)
+
+
+def test_a_request_card_has_what_the_decision_needs() -> None:
+    html = request_card(pending(), NOW, InboxSettings(currency="EUR", budget=4.0))
+
+    assert "100 x 4.10 EUR = <b>410.00 EUR</b>" in html
+    assert "data-flag=over-budget" in html and "over budget (4.00)" in html
+    assert f"data-until='{NOW + 5400:.0f}'" in html and "1h 30m left" in html
+    assert "on hand <b>12</b> · safety 40 · target 112" in html
+    assert "<tr class=chosen><td>acme</td><td class=num>4.10</td><td class=num>3 d</td>" in html
+    assert "<td>bolt</td><td class=num>4.60</td><td class=num>1 d</td>" in html
+    assert "Earlier on SKU-9" in html and "rejected" in html and "at 3.90" in html and "by Dana" in html
+    assert "<label for='up-PO-SKU-9-2-1'>approve up to (EUR per unit)</label>" in html
+    assert "aria-label='Approve PO-SKU-9-2-1'" in html and "aria-label='Reject PO-SKU-9-2-1'" in html
+
+
+def test_an_expired_quote_is_not_offered_for_approval_and_requests_come_nearest_deadline_first() -> None:
+    expired = request_card(pending(quote_valid_until=NOW - 1), NOW, InboxSettings())
+    assert "data-flag=quote-expired" in expired and "value=approve" not in expired
+    assert "value=reject" in expired and "re-quotes" in expired
+    within_budget = request_card(pending(), NOW, InboxSettings(budget=5.0))
+    assert "over-budget" not in within_budget
+
+    later = pending(po_number="PO-LATER", decide_by=NOW + 9000)
+    sooner = pending(po_number="PO-SOONER", decide_by=NOW + 100)
+    html = inbox_fragment([later, sooner], NOW)
+    assert html.index("PO-SOONER") < html.index("PO-LATER")
+
+
+def test_countdowns_read_as_time_left() -> None:
+    assert countdown(-5) == "deadline passed"
+    assert countdown(75) == "1m 15s left"
+    assert countdown(3 * 3600 + 120) == "3h 2m left"
+    assert countdown(2 * 86_400 + 3600) == "2d 1h left"
