@@ -15,7 +15,7 @@ from playwright.async_api import expect
 
 from e2e.scenario import Scenario
 from replenisher.stack.processes import HypercornApp
-from support import RegisteredService
+from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -122,6 +122,12 @@ async def test_with_the_service_killed_the_console_says_since_when_and_what_rest
     await setup_lasting_quotes(scenario)
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()
+
+    async def saved() -> bool:  # the request reaches the inbox a moment before the run saves its state
+        waiting = (await scenario.run_view(run_id)).get("waiting")
+        return bool(waiting) and waiting["tool"] == "wait_for_approval"
+
+    await eventually(saved, timeout=20, what="the run to wait for approval")
     service.kill()
     page = await browser.new_page(viewport={"width": 1400, "height": 900})
     phone = await browser.new_page(viewport={"width": 390, "height": 844})

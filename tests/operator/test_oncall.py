@@ -29,6 +29,16 @@ OUTAGE = 6.0  # seconds the service is kept down
 RETRY_CAP = 2.0  # RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL in the test server (tests/support.py)
 
 
+async def waiting_for_approval(scenario: Scenario, run_id: str) -> None:
+    """The run has saved that it waits for the manager (the request reaches the inbox a moment before)."""
+
+    async def saved() -> bool:
+        waiting = (await scenario.run_view(run_id)).get("waiting")
+        return bool(waiting) and waiting["tool"] == "wait_for_approval"
+
+    await eventually(saved, timeout=20, what=f"{run_id} to wait for approval")
+
+
 async def refused_attempts(admin: Admin, target: str) -> bool:
     rows = await admin.asql(
         "SELECT e.event_json FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
@@ -136,6 +146,7 @@ async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_
     await setup_lasting_quotes(scenario)
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()
+    await waiting_for_approval(scenario, run_id)
     service.kill()
     try:
         began = time.monotonic()
