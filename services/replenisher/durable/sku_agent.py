@@ -49,7 +49,9 @@ class Delivery(BaseModel):
     sender: Sender | None = Field(
         default=None, description="stamped by the inbound endpoint; absent: an operator on the internal ingress"
     )
-    received_at: float | None = Field(default=None, description="the inbound endpoint's clock when it arrived")
+    received_at: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="the inbound endpoint's clock when it arrived"
+    )
 
 
 class Delivered(BaseModel):
