@@ -31,6 +31,7 @@ from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.waits import WaitOverrides
 from replenisher.durable.deciders import decider_terms
+from replenisher.durable.probes import crash_point, hold_point
 from replenisher.durable.replenish import AdoptedOrder, Message, RunRequest
 from replenisher.durable.replenish import deliver as deliver_to_run
 from replenisher.durable.replenish import run as replenish_run
@@ -141,6 +142,9 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     if lookup.ack is None:
         record.settle_unresolved("gave_up", f"reconciled: {po.supplier} holds no order for {po.po_number}")
         return None
+    # Kill points for the crash matrix: the lookup is journaled, the follow-up not yet sent / just sent.
+    crash_point(ctx.key(), "adopt", "before")
+    await hold_point(ctx.key(), "adopt", "before")
     now = await ctx.time()
     run, routed = record.follow_up(now)
     adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id, progress=unresolved.progress)
@@ -150,6 +154,7 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
             event=message.event, seq=message.seq, payload=message.payload, sender=message.sender, arrived_at=message.at
         )
         ctx.workflow_send(deliver_to_run, run.run_id, forwarded)
+    crash_point(ctx.key(), "adopt", "after")
     return run.run_id
 
 

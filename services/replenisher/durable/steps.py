@@ -18,7 +18,7 @@ from restate.exceptions import TerminalError
 
 from replenisher.config import settings
 from replenisher.domain.ports import Rejected, World
-from replenisher.durable.probes import crash_point
+from replenisher.durable.probes import crash_point, hold_point
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -49,9 +49,11 @@ async def step(ctx: Context, name: str, result: type[T], action: Callable[..., A
 
     async def attempt() -> T:
         crash_point(scope, name, "before")
+        await hold_point(scope, name, "before")
         try:
             result = await action(*args)
             crash_point(scope, name, "after")
+            await hold_point(scope, name, "after")
             return result
         except Rejected as e:
             raise TerminalError(f"refused by the other side: {e.reason}", status_code=e.status) from e
