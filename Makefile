@@ -49,7 +49,7 @@ demo: setup
 
 # The console's browser test drives Debian's chromium (the path its fixture launches):
 # installed through apt-get when missing, as root or with sudo (scripts/apt-ensure says how).
-CHROMIUM ?= $(or $(REPLENISHER_TEST_CHROMIUM),/usr/bin/chromium)
+CHROMIUM := $(or $(REPLENISHER_TEST_CHROMIUM),/usr/bin/chromium)
 test-deps:
 	@scripts/apt-ensure chromium 'test -x $(CHROMIUM)'
 
