@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from replenisher.deciders.prompt import QUOTE_IDS
 from replenisher.domain.tools.supplier import extract_reply_facts
 from replenisher.domain.untrusted import undatamark
 
@@ -47,7 +48,8 @@ PRIORITY = (
 _BLOCK = re.compile(
     r'<untrusted-(?P<nonce>[0-9a-f]+) source="(?P<source>[^"]*)">\n(?P<body>.*?)\n</untrusted-(?P=nonce)>', re.S
 )
-_QUOTE = re.compile(r"- quote_id=(?P<id>\S+) supplier=(?P<supplier>\S+) quantity=\d+ unit_price=(?P<price>[\d.]+)")
+_QUOTE = re.compile(r"- quote #(?P<n>\d+): supplier=(?P<supplier>\S+) quantity=\d+ unit_price=(?P<price>[\d.]+)")
+_QUOTE_ID = re.compile(r"^#(?P<n>\d+) (?P<id>\S+)$", re.M)
 _POOR = re.compile(r"^- (?P<supplier>\S+): reliability [\d.]+ \(POOR\)", re.M)
 _ids = itertools.count(1)
 
@@ -200,14 +202,21 @@ class ScriptedModel:
         name = next(n for n in PRIORITY if n in offered)
         args: dict[str, Any] = {"rationale": f"{name} is the next step"}
         if name == "draft_purchase_order":
-            args["quote_id"] = self._quote(text)
+            args["quote_id"] = self._quote(text, body)
         if name == "cancel_purchase_order":
             args["reason"] = "the purchase cannot go ahead"
         return name, args
 
     @staticmethod
-    def _quote(text: str) -> str:
-        quotes = sorted((float(m["price"]), m["supplier"], m["id"]) for m in _QUOTE.finditer(text))
+    def _quote(text: str, body: Mapping[str, Any]) -> str:
+        # The state names quotes by position; their ids are only in the untrusted block.
+        ids = {
+            m["n"]: m["id"]
+            for source, block in untrusted_blocks(body)
+            if source == QUOTE_IDS
+            for m in _QUOTE_ID.finditer(block)
+        }
+        quotes = sorted((float(m["price"]), m["supplier"], ids[m["n"]]) for m in _QUOTE.finditer(text) if m["n"] in ids)
         if not quotes:
             return "no-quote-in-the-prompt"  # the code refuses it, as it would a real model's slip
         poor = {m["supplier"] for m in _POOR.finditer(text)}

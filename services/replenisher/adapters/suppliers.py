@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
 from replenisher.adapters.http import HttpEndpoint, check, document
 from replenisher.domain.documents import (
     CancelRequest,
@@ -12,11 +17,28 @@ from replenisher.domain.documents import (
     Quote,
     QuoteRequest,
 )
+from replenisher.domain.ports import Malformed
+
+D = TypeVar("D", bound=BaseModel)
+
+
+def supplier_document(response: httpx.Response, model: type[D]) -> D:
+    """A supplier's quote or order acknowledgement; one outside the contract is `Malformed`.
+
+    Unlike a garbled answer from our own systems this is not retried: it is what the supplier
+    chose to send, and the tools record it.
+    """
+    check(response)
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:3])
+        raise Malformed(f"{model.__name__} from {response.request.url.path[:80]}: {problems}"[:300]) from exc
 
 
 class HttpSuppliers(HttpEndpoint):
     async def quote(self, supplier: str, request: QuoteRequest) -> Quote:
-        return document(await self.post("suppliers", supplier, "quotes", body=request), Quote)
+        return supplier_document(await self.post("suppliers", supplier, "quotes", body=request), Quote)
 
     async def live_price(self, supplier: str, sku: str) -> LivePrice:
         return document(await self.get("suppliers", supplier, "prices", sku), LivePrice)
@@ -27,14 +49,14 @@ class HttpSuppliers(HttpEndpoint):
         response = await self.post(
             "suppliers", po.supplier, "orders", body=po, headers={"Idempotency-Key": po.po_number}
         )
-        return document(response, OrderAck)
+        return supplier_document(response, OrderAck)
 
     async def find_order(self, supplier: str, po_number: str) -> OrderAck | None:
         """The supplier's acknowledgement of a PO, or None if it holds no order for it."""
         response = await self.get("suppliers", supplier, "orders", po_number)
         if response.status_code == 404:
             return None
-        return document(response, OrderAck)
+        return supplier_document(response, OrderAck)
 
     async def chase(self, supplier: str, po_number: str, request: ChaseRequest, idempotency_key: str) -> None:
         headers = {"Idempotency-Key": idempotency_key}

@@ -7,6 +7,10 @@ Layout, stable part first so it can be cached:
 - `messages`: one user turn with the state (facts from typed fields), the SKU's memory, every
   piece of outside text as an untrusted block, any choices refused earlier this turn, and the ask.
 
+Identifiers other systems chose (quote ids, order and receipt ids, who decided, what a message
+says it is about) appear only inside untrusted blocks; the state names quotes by position
+(`quote #2`) and orders by our own PO number.
+
 Approval tokens never appear: they are the manager's, and whoever holds one can approve.
 """
 
@@ -24,9 +28,10 @@ from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Tool
 from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS, MAX_CHASES, MAX_QUOTE_ROUNDS, MAX_STATUS_CHECKS
 from replenisher.domain.untrusted import RULES as UNTRUSTED_RULES
-from replenisher.domain.untrusted import plain_id, untrusted_block
+from replenisher.domain.untrusted import untrusted_block
 
 RATIONALE = "rationale"
+QUOTE_IDS = "quote ids as the suppliers sent them: pass one as quote_id"
 CACHE = {"type": "ephemeral"}
 
 ROLE = """\
@@ -111,10 +116,10 @@ def render_state(state: State, now: float) -> str:
         f"Quote rounds used: {state.quote_rounds} of {MAX_QUOTE_ROUNDS}.",
     ]
     if state.quotes:
-        lines.append("Quotes on the table:")
-        for q in state.quotes:
+        lines.append(f"Quotes on the table (each quote's quote_id is in the block '{QUOTE_IDS}'):")
+        for i, q in enumerate(state.quotes, 1):
             lines.append(
-                f"- quote_id={plain_id(q.quote_id)} supplier={q.supplier} quantity={q.quantity} "
+                f"- quote #{i}: supplier={q.supplier} quantity={q.quantity} "
                 f"unit_price={q.unit_price:.2f} lead_days={q.lead_days:g} valid_for_days={days(q.valid_until - now)}"
             )
     elif state.quote_rounds:
@@ -123,7 +128,7 @@ def render_state(state: State, now: float) -> str:
         po = state.po
         lines.append(
             f"Purchase order draft: {po.po_number} supplier={po.supplier} quantity={po.quantity} "
-            f"unit_price={po.unit_price:.2f} quote_id={plain_id(po.quote_id)}"
+            f"unit_price={po.unit_price:.2f}"
         )
     approval = state.approval
     lines.append(
@@ -202,12 +207,23 @@ def render_memory(memory: MemoryBrief | None) -> str:
     return "\n".join(lines)
 
 
+def email_source(state: State) -> str:
+    """The label of the unread email's block, from our own PO (a reply only counts for it)."""
+    order = state.order or state.po
+    return f"email from supplier {order.supplier} about {order.po_number}" if order else "email from a supplier"
+
+
 def untrusted_texts(state: State) -> list[tuple[str, str]]:
     """Every piece of text in the state that may have come from outside, with where it came from."""
     texts: list[tuple[str, str]] = []
+    if state.quotes or state.po is not None:
+        ids = [f"#{i} {q.quote_id}" for i, q in enumerate(state.quotes, 1)]
+        if state.po is not None:
+            ids.append(f"purchase order draft: {state.po.quote_id}")
+        texts.append((QUOTE_IDS, "\n".join(ids)))
     if state.unread_reply is not None:
-        reply = state.unread_reply
-        texts.append((f"email from supplier {reply.supplier} about {reply.po_number}", reply.text))
+        # Labelled with our own order, never with the names the message gives itself.
+        texts.append((email_source(state), state.unread_reply.text))
     for failure in state.quote_failures:
         texts.append(("a supplier's answer to a quote request", failure))
     if state.last_failure:
@@ -296,7 +312,7 @@ def extraction_request(state: State, *, model: str, max_tokens: int, nonce: str,
             f" Our order {state.order.po_number}: {state.order.quantity} units at {state.order.unit_price:.2f} "
             f"from {state.order.supplier}."
         )
-    block = untrusted_block(f"email from supplier {reply.supplier} about {reply.po_number}", reply.text, nonce)
+    block = untrusted_block(email_source(state), reply.text, nonce)
     return {
         "model": model,
         "max_tokens": max_tokens,

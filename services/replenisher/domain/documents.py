@@ -13,15 +13,22 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Sku = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
 SupplierId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
-PoNumber = Annotated[str, Field(min_length=1, max_length=128)]
+PoNumber = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[!-~][ -~]*$")]
+"""Ours when we send it, but also read back from suppliers and messages: printable ASCII only."""
+ExternalId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/#\-]*$")]
+"""An identifier another system chose (a quote, an order at the supplier, a goods receipt): a
+token of plain characters, so it cannot carry a sentence, markup or invisible characters."""
+PersonName = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")]
+"""Who decided, as the deciding side names them: short, one line, no control characters."""
 Quantity = Annotated[int, Field(gt=0, le=1_000_000)]
 Price = Annotated[float, Field(gt=0, le=1_000_000)]
 
 
 class Document(BaseModel):
-    """Strict about unknown fields: a typo in a payload is an error, not a silent default."""
+    """Strict about unknown fields: a typo in a payload is an error, not a silent default. No
+    NaN or infinity either: a time or price that is not a number compares false with every bound."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --- ERP -------------------------------------------------------------------------------
@@ -53,7 +60,7 @@ class QuoteRequest(Document):
 
 
 class Quote(Document):
-    quote_id: str
+    quote_id: ExternalId
     supplier: SupplierId
     sku: Sku
     quantity: Quantity
@@ -76,11 +83,11 @@ class PurchaseOrder(Document):
     supplier: SupplierId
     quantity: Quantity
     unit_price: Price
-    quote_id: str
+    quote_id: ExternalId
 
 
 class OrderAck(Document):
-    order_id: str
+    order_id: ExternalId
     po_number: PoNumber
     supplier: SupplierId
     sku: Sku
@@ -108,7 +115,7 @@ class ApprovalRequest(Document):
     supplier: SupplierId
     quantity: Quantity
     unit_price: Price
-    quote_id: str
+    quote_id: ExternalId
     expires_at: float
     token: str
     run_id: str
@@ -126,7 +133,7 @@ class ApprovalDecision(Document):
     token: str = Field(min_length=1, max_length=256)
     approved: bool
     up_to: Price | None = Field(default=None, description="highest unit price approved")
-    by: str = Field(default="manager", max_length=200)
+    by: PersonName = "manager"
     note: str = Field(default="", max_length=2000)
 
 
@@ -141,7 +148,7 @@ class SupplierReply(Document):
 class GoodsReceipt(Document):
     """The warehouse booked goods in against a PO (possibly a partial delivery)."""
 
-    receipt_id: str = Field(min_length=1, max_length=128)
+    receipt_id: ExternalId
     po_number: PoNumber
     sku: Sku
     quantity: Quantity

@@ -37,6 +37,19 @@ class Rejected(Exception):
         self.reason = reason
 
 
+class Malformed(Rejected):
+    """The other side answered, but with a document outside the contract (a field out of bounds,
+    an identifier too long or with odd characters). Not retried: a supplier that sends it once
+    will send it again, and what it sent is recorded as a security event where it lands."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(502, f"{MALFORMED}: {reason}")
+
+
+MALFORMED = "malformed answer"
+"""How a `Malformed` answer reads once it has become a step's failure text."""
+
+
 class Erp(Protocol):
     async def get_stock(self, sku: str) -> StockLevel: ...
 

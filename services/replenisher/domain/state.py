@@ -128,6 +128,9 @@ class State(BaseModel):
     unread_reply: SupplierReply | None = None
     reply: ReplyFacts | None = None
     supplier_overdue: bool = False
+    reply_unsettled: bool = Field(
+        default=False, description="the reply read stated a delivery beyond the bound: chase, then wait for another"
+    )
     chases: int = 0
     last_chase_at: float | None = None
 

@@ -27,8 +27,10 @@ from replenisher.domain.documents import (
     StockLevel,
 )
 from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.ports import MALFORMED
 from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted_payload
 from replenisher.domain.sku import SkuRecord
+from replenisher.domain.tools.vetting import ack_mismatches
 from replenisher.domain.waits import WaitOverrides
 from replenisher.durable.deciders import decider_terms
 from replenisher.durable.probes import crash_point, hold_point
@@ -125,7 +127,8 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     """Settle a run that ended with an order that may exist, by asking the supplier about its PO.
 
     Found: a new run follows the order up (its id is returned). Not found: the old run's
-    outcome becomes gave_up and buying may start again. Supplier still away: next check.
+    outcome becomes gave_up and buying may start again. Supplier still away, or its answer
+    differs from the PO (a security event on the record): next check.
     """
     unresolved = record.unresolved
     if unresolved is None or unresolved.po is None or record.active is not None:
@@ -137,7 +140,9 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
 
     try:
         lookup = await step(ctx, f"reconcile {po.po_number}", OrderLookup, look_up)
-    except TerminalError:
+    except TerminalError as e:
+        if MALFORMED in e.message:
+            record.security.add(unresolved.run_id, [f"reconcile: {e.message}"], await ctx.time())
         return None
     if lookup.ack is None:
         record.settle_unresolved("gave_up", f"reconciled: {po.supplier} holds no order for {po.po_number}")
@@ -146,6 +151,14 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     crash_point(ctx.key(), "adopt", "before")
     await hold_point(ctx.key(), "adopt", "before")
     now = await ctx.time()
+    wrong = ack_mismatches(po, lookup.ack)
+    if wrong:
+        # Not the order we placed, or not what the supplier should say about it: nothing is
+        # adopted (no follow-up run, no new buying); the manager sees why on the SKU's record,
+        # and the next check asks again.
+        event = f"reconcile: the supplier's answer about {po.po_number} differs from the PO: {'; '.join(wrong)}"
+        record.security.add(unresolved.run_id, [event], now)
+        return None
     run, routed = record.follow_up(now)
     adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id, progress=unresolved.progress)
     ctx.workflow_send(replenish_run, run.run_id, run_request(record, stock, now, adopt))

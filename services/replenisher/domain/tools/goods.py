@@ -10,6 +10,7 @@ from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
 from replenisher.domain.tools.limits import MAX_CHASES, MAX_GOODS_OVERDUE
 from replenisher.domain.tools.supplier import order_open
+from replenisher.domain.tools.vetting import delivery_bound_days
 
 GOODS_SENDERS = frozenset({"warehouse", "operator"})
 """Only the warehouse books goods in (an operator may relay it); either way the receipt must
@@ -36,8 +37,10 @@ class WaitForGoods(Wait[GoodsReceipt]):
         assert state.ordered_at is not None
         grace = state.days(state.waits.goods_grace * (state.goods_overdue_count + 1))
         if state.reply is not None and state.reply.delivery_days is not None:
-            # "Delivery in N days" counts from when the supplier said it, not from the order.
-            return state.reply.received_at + state.days(state.reply.delivery_days) + grace
+            # "Delivery in N days" counts from when the supplier said it, not from the order,
+            # and is believed only up to the bound: a year away is a reason to follow up.
+            stated = min(state.reply.delivery_days, delivery_bound_days(state))
+            return state.reply.received_at + state.days(stated) + grace
         quoted = state.quoted_lead_days
         return state.ordered_at + state.days(quoted if quoted is not None else 10.0) + grace
 

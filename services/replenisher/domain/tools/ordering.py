@@ -3,7 +3,8 @@
 The PO number is the idempotency key: however often place_order is retried or replayed,
 the supplier holds one order for it. If the supplier may have taken the order but we
 never saw the answer, the order is "unknown" (never "failed") until check_order_status
-finds out by PO number.
+finds out by PO number. The same goes for an answer whose terms differ from the PO: it is
+recorded, never adopted, and the order stays unknown until the supplier confirms the PO.
 """
 
 from __future__ import annotations
@@ -14,10 +15,22 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from replenisher.domain.documents import CancelRequest, OrderAck
-from replenisher.domain.ports import World
+from replenisher.domain.ports import MALFORMED, World
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs
 from replenisher.domain.tools.limits import MAX_CHASES, MAX_GOODS_OVERDUE, MAX_STATUS_CHECKS
+from replenisher.domain.tools.vetting import ack_mismatches
+
+
+def refused_ack(state: State, ack: OrderAck, what: str) -> bool:
+    """True (and recorded) when a supplier's acknowledgement differs from our PO in its terms."""
+    assert state.po is not None
+    wrong = ack_mismatches(state.po, ack)
+    if wrong:
+        state.record_security_event(
+            f"the supplier's {what} {state.po.po_number} differs from the PO: {'; '.join(wrong)}; not adopted"[:300]
+        )
+    return bool(wrong)
 
 
 class PlaceOrderResult(BaseModel):
@@ -70,7 +83,16 @@ class PlaceOrder(Call[NoArgs, PlaceOrderResult]):
 
     def apply(self, state: State, args: NoArgs, result: PlaceOrderResult) -> str:
         if result.status == "placed":
-            assert result.ack is not None
+            assert result.ack is not None and state.po is not None
+            if refused_ack(state, result.ack, "confirmation"):
+                # The supplier took something, but not what we ordered, or says so: nothing we
+                # hold is overwritten, and only asking it by PO number can settle what it holds.
+                state.order_status = "unknown"
+                state.last_failure = (
+                    f"the supplier's confirmation of {state.po.po_number} differs from the PO; "
+                    "the order is unknown until the supplier confirms the PO's terms"
+                )
+                return f"confirmation of {state.po.po_number} refused: it differs from the PO"
             state.order = result.ack
             state.order_status = "placed"
             state.ordered_at = result.at
@@ -93,6 +115,8 @@ class PlaceOrder(Call[NoArgs, PlaceOrderResult]):
         # The supplier may have taken the order before the line went dead.
         state.order_status = "unknown"
         state.ordered_at = state.ordered_at or state.now
+        if MALFORMED in error:
+            state.record_security_event(f"place_order: the supplier's answer broke the contract: {error}"[:300])
         state.last_failure = f"place_order got no answer ({error}); the order may exist"
         return state.last_failure
 
@@ -126,6 +150,13 @@ class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
 
     def apply(self, state: State, args: NoArgs, result: OrderStatusResult) -> str:
         state.status_checks += 1
+        assert state.po is not None
+        if result.found and result.ack is not None and refused_ack(state, result.ack, "answer about"):
+            # Still unknown: asked again later (backing off), and left for reconciliation once the
+            # checks are spent. Never adopted, so never received or cancelled on its word.
+            state.failed_status_checks += 1
+            state.last_failure = f"the supplier's answer about {state.po.po_number} differs from the PO"
+            return f"the supplier's answer about {state.po.po_number} differs from the PO: still unknown"
         state.failed_status_checks = 0
         state.last_failure = None
         if result.found:
@@ -141,6 +172,8 @@ class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
     def apply_failure(self, state: State, args: NoArgs, error: str) -> str:
         state.status_checks += 1
         state.failed_status_checks += 1
+        if MALFORMED in error:
+            state.record_security_event(f"check_order_status: the supplier's answer broke the contract: {error}"[:300])
         state.last_failure = f"check_order_status failed: {error}"
         return state.last_failure
 

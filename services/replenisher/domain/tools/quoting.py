@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from replenisher.domain.documents import PurchaseOrder, Quote, QuoteRequest
 from replenisher.domain.memory import discount_request_note
-from replenisher.domain.ports import Rejected, World
+from replenisher.domain.ports import Malformed, Rejected, World
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs
 from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS, MAX_QUOTE_ROUNDS
+from replenisher.domain.tools.vetting import quote_objections, shown
+
+
+class QuoteOffer(BaseModel):
+    """A quote with the supplier it was asked of: what it claims is checked against that."""
+
+    asked: str
+    quote: Quote
 
 
 class QuotesResult(BaseModel):
-    quotes: list[Quote]
+    offers: list[QuoteOffer] = Field(default_factory=list)
     failures: list[str] = Field(default_factory=list)
+    malformed: list[str] = Field(default_factory=list, description="answers outside the quote contract")
+    at: float | None = Field(default=None, description="when the quotes came in; None in journals from before")
+    quotes: list[Quote] = Field(
+        default_factory=list, description="journals from before `offers`: taken as from the supplier they name"
+    )
 
 
 def open_for_buying(state: State) -> bool:
@@ -69,29 +83,56 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
         )
 
     async def execute(self, state: State, args: NoArgs, world: World) -> QuotesResult:
-        async def ask(supplier: str) -> Quote | str:
+        async def ask(supplier: str) -> QuoteOffer | tuple[str, Rejected]:
             # A discount the supplier promised (the SKU's memory) is asked for in the request.
             note = discount_request_note(state.memory, supplier, state.started_at)
             request = QuoteRequest(sku=state.sku, quantity=state.order_quantity, note=note)
             try:
-                return await world.suppliers.quote(supplier, request)
+                return QuoteOffer(asked=supplier, quote=await world.suppliers.quote(supplier, request))
             except Rejected as e:
-                return f"{supplier}: {e.reason}"
+                return supplier, e
 
         # A supplier that is down fails the whole step, so it is retried; one that
-        # refuses (does not carry the SKU) is just left out.
+        # refuses (does not carry the SKU) or answers outside the contract is left out.
         answers = await asyncio.gather(*(ask(s) for s in state.suppliers))
+        refused = [a for a in answers if isinstance(a, tuple)]
         return QuotesResult(
-            quotes=[a for a in answers if isinstance(a, Quote)],
-            failures=[a for a in answers if isinstance(a, str)],
+            offers=[a for a in answers if isinstance(a, QuoteOffer)],
+            failures=[f"{s}: {e.reason}" for s, e in refused if not isinstance(e, Malformed)],
+            malformed=[f"{s}: {e.reason}" for s, e in refused if isinstance(e, Malformed)],
+            at=time.time(),
         )
 
     def apply(self, state: State, args: NoArgs, result: QuotesResult) -> str:
         if stale_draft(state):
             state.po, state.approval_token = None, None
         state.quote_rounds += 1
-        state.quotes = sorted(result.quotes, key=lambda q: q.unit_price)
-        state.quote_failures = result.failures
+        offers = result.offers or [QuoteOffer(asked=q.supplier, quote=q) for q in result.quotes]
+        accepted: list[Quote] = []
+        failures = list(result.failures)
+        for reason in result.malformed:
+            failures.append(reason)
+            state.record_security_event(f"quote refused: {reason}")
+        for offer in offers:
+            quote = offer.quote
+            wrong = quote_objections(
+                quote,
+                asked=offer.asked,
+                sku=state.sku,
+                quantity=state.order_quantity,
+                at=result.at,
+                day_seconds=state.day_seconds,
+            )
+            if any(q.quote_id == quote.quote_id for q in accepted):
+                # Two quotes under one id: a PO drafted against it could mean either.
+                wrong.append(f"repeats quote id {shown(quote.quote_id)}")
+            if wrong:
+                failures.append(f"{offer.asked}: quote refused: it {'; it '.join(wrong)}")
+                state.record_security_event(f"quote from {offer.asked} refused: it {'; it '.join(wrong)}"[:300])
+            else:
+                accepted.append(quote)
+        state.quotes = sorted(accepted, key=lambda q: q.unit_price)
+        state.quote_failures = failures
         state.last_failure = None
         if not state.quotes:
             state.last_failure = "no supplier quoted"

@@ -1,7 +1,8 @@
 """Following up with the supplier: wait_for_supplier_reply, read_supplier_reply, chase_supplier.
 
 A supplier's email is untrusted data. It can confirm facts about the order; it cannot
-approve, change a price limit, or enable a tool.
+approve, change a price limit, or enable a tool. A delivery date it states beyond the bound
+(`vetting.delivery_bound_days`) makes the run chase, not wait that long.
 """
 
 from __future__ import annotations
@@ -17,10 +18,18 @@ from replenisher.domain.ports import World
 from replenisher.domain.state import ReplyFacts, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
 from replenisher.domain.tools.limits import MAX_CHASES
+from replenisher.domain.tools.vetting import delivery_bound_days
 
 
 def order_open(state: State) -> bool:
     return not state.is_finished and state.order_status == "placed"
+
+
+def chased_since_reply(state: State) -> bool:
+    """The reply read so far did not settle things (see `ReadSupplierReply`) and we chased since."""
+    return (
+        state.reply is not None and state.last_chase_at is not None and state.last_chase_at >= state.reply.received_at
+    )
 
 
 class WaitForSupplierReply(Wait[SupplierReply]):
@@ -32,7 +41,7 @@ class WaitForSupplierReply(Wait[SupplierReply]):
     def allowed(self, state: State) -> bool:
         return (
             order_open(state)
-            and state.reply is None
+            and (state.reply is None or state.reply_unsettled)
             and state.unread_reply is None
             and not state.supplier_overdue
             and not state.all_goods_in
@@ -70,7 +79,7 @@ class WaitForSupplierReply(Wait[SupplierReply]):
 
 # Tool-less extraction of typed facts: the text is matched, never obeyed.
 _DAYS = re.compile(
-    r"(?:deliver\w*|ship\w*|dispatch\w*|arriv\w*)\D{0,40}?(\d{1,3}(?:\.\d+)?)\s*(?:business\s+)?days?", re.I
+    r"(?:deliver\w*|ship\w*|dispatch\w*|arriv\w*)\D{0,40}?(\d{1,5}(?:\.\d+)?)\s*(?:business\s+)?days?", re.I
 )
 _PRICE = re.compile(r"(?:price|cost|at)\D{0,20}?(\d{1,7}\.\d{2})", re.I)
 _CONFIRM = re.compile(r"\b(confirm\w*|accept\w*|acknowledg\w*)\b", re.I)
@@ -120,6 +129,17 @@ class ReadSupplierReply(Call[NoArgs, ReplyFacts]):
             state.record_security_event(
                 f"reply quotes {result.unit_price:.2f}, above the ordered {state.order.unit_price:.2f}: ignored"
             )
+        bound = delivery_bound_days(state)
+        beyond = result.delivery_days is not None and result.delivery_days > bound
+        if beyond:
+            # A date that far off is not the terms we ordered on: follow up (chase while chases
+            # are left) and never wait longer than the bound (see `WaitForGoods.deadline`).
+            state.record_security_event(
+                f"reply states delivery in {result.delivery_days:g} days, beyond the bound of {bound:g}: "
+                "followed up, not waited for"
+            )
+        state.reply_unsettled = beyond and state.chases < MAX_CHASES
+        state.supplier_overdue = state.reply_unsettled
         when = f", delivery in {result.delivery_days:g} days" if result.delivery_days is not None else ""
         return ("confirmed" if result.confirmed else "not a confirmation") + when
 
