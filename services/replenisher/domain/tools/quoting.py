@@ -28,7 +28,7 @@ class QuotesResult(BaseModel):
     offers: list[QuoteOffer] = Field(default_factory=list)
     failures: list[str] = Field(default_factory=list)
     malformed: list[str] = Field(default_factory=list, description="answers outside the quote contract")
-    at: float | None = Field(default=None, description="when the quotes came in; None in journals from before")
+    at: float | None = Field(default=None, description="when the quotes were asked for; None in journals from before")
     quotes: list[Quote] = Field(
         default_factory=list, description="journals from before `offers`: taken as from the supplier they name"
     )
@@ -92,6 +92,9 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
             except Rejected as e:
                 return supplier, e
 
+        # Validity is judged against when we asked: an honest quote is never "expired on
+        # arrival" however slow the answer, a quote that was expired before it was asked for is.
+        asked_at = time.time()
         # A supplier that is down fails the whole step, so it is retried; one that
         # refuses (does not carry the SKU) or answers outside the contract is left out.
         answers = await asyncio.gather(*(ask(s) for s in state.suppliers))
@@ -100,7 +103,7 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
             offers=[a for a in answers if isinstance(a, QuoteOffer)],
             failures=[f"{s}: {e.reason}" for s, e in refused if not isinstance(e, Malformed)],
             malformed=[f"{s}: {e.reason}" for s, e in refused if isinstance(e, Malformed)],
-            at=time.time(),
+            at=asked_at,
         )
 
     def apply(self, state: State, args: NoArgs, result: QuotesResult) -> str:

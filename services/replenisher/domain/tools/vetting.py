@@ -34,7 +34,7 @@ def shown(value: object) -> str:
 def quote_objections(
     quote: Quote, *, asked: str, sku: str, quantity: int, at: float | None, day_seconds: float
 ) -> list[str]:
-    """What is wrong with a quote `asked` gave for `quantity` of `sku`, as seen at `at`; [] if nothing."""
+    """What is wrong with a quote `asked` gave for `quantity` of `sku` when asked at `at`; [] if nothing."""
     wrong: list[str] = []
     if quote.supplier != asked:
         wrong.append(f"names supplier {shown(quote.supplier)}, not {asked}")
@@ -50,7 +50,7 @@ def quote_objections(
         wrong.append("validity is not a time")
     elif at is not None:
         if quote.valid_until <= at:
-            wrong.append("had expired when it arrived")
+            wrong.append("had expired before it was asked for")
         elif quote.valid_until > at + MAX_QUOTE_VALID_DAYS * day_seconds:
             days = (quote.valid_until - at) / day_seconds
             wrong.append(f"claims to be valid for {days:.0f} days, beyond {MAX_QUOTE_VALID_DAYS:g}")
