@@ -77,6 +77,19 @@ def test_an_honest_quote_at_the_bounds_is_taken() -> None:
     assert state.quote_failures == [] and state.security_events == []
 
 
+def test_a_slow_answer_neither_expires_an_honest_quote_nor_stretches_the_validity_bound() -> None:
+    # Asked at NOW, answered two days later: valid for the bound from the answer, or only since asking.
+    longest = offered("acme", valid_until=NOW + (2 + MAX_QUOTE_VALID_DAYS) * DAY)
+    brief = offered("bolt", quote_id="bolt-q", valid_until=NOW + DAY)
+    state = new_state()
+    result = QuotesResult(offers=[longest, brief], at=NOW, answered_at=NOW + 2 * DAY)
+    GetQuotes().apply(state, NO, result)
+    assert {q.supplier for q in state.quotes} == {"acme", "bolt"} and state.security_events == []
+    too_long = offered("acme", valid_until=NOW + (3 + MAX_QUOTE_VALID_DAYS) * DAY)
+    GetQuotes().apply(state, NO, result.model_copy(update={"offers": [too_long]}))
+    assert state.quotes == [] and "valid for" in state.security_events[-1]
+
+
 def test_a_second_quote_under_the_same_id_is_refused() -> None:
     state = quoted(offered("acme", quote_id="same"), offered("bolt", quote_id="same", unit_price=5.0))
     assert [q.supplier for q in state.quotes] == ["acme"]

@@ -29,6 +29,7 @@ class QuotesResult(BaseModel):
     failures: list[str] = Field(default_factory=list)
     malformed: list[str] = Field(default_factory=list, description="answers outside the quote contract")
     at: float | None = Field(default=None, description="when the quotes were asked for; None in journals from before")
+    answered_at: float | None = Field(default=None, description="when the last answer came in")
     quotes: list[Quote] = Field(
         default_factory=list, description="journals from before `offers`: taken as from the supplier they name"
     )
@@ -104,6 +105,7 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
             failures=[f"{s}: {e.reason}" for s, e in refused if not isinstance(e, Malformed)],
             malformed=[f"{s}: {e.reason}" for s, e in refused if isinstance(e, Malformed)],
             at=asked_at,
+            answered_at=time.time(),
         )
 
     def apply(self, state: State, args: NoArgs, result: QuotesResult) -> str:
@@ -124,6 +126,7 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
                 sku=state.sku,
                 quantity=state.order_quantity,
                 at=result.at,
+                answered_at=result.answered_at,
                 day_seconds=state.day_seconds,
             )
             if any(q.quote_id == quote.quote_id for q in accepted):

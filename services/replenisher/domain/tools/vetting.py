@@ -32,9 +32,21 @@ def shown(value: object) -> str:
 
 
 def quote_objections(
-    quote: Quote, *, asked: str, sku: str, quantity: int, at: float | None, day_seconds: float
+    quote: Quote,
+    *,
+    asked: str,
+    sku: str,
+    quantity: int,
+    at: float | None,
+    day_seconds: float,
+    answered_at: float | None = None,
 ) -> list[str]:
-    """What is wrong with a quote `asked` gave for `quantity` of `sku` when asked at `at`; [] if nothing."""
+    """What is wrong with a quote `asked` gave for `quantity` of `sku`; [] if nothing.
+
+    Expiry is judged at `at` (when we asked) and the longest validity from `answered_at` (when the
+    answer came), so neither a slow answer nor a validity of exactly the bound counts against an
+    honest supplier.
+    """
     wrong: list[str] = []
     if quote.supplier != asked:
         wrong.append(f"names supplier {shown(quote.supplier)}, not {asked}")
@@ -51,8 +63,8 @@ def quote_objections(
     elif at is not None:
         if quote.valid_until <= at:
             wrong.append("had expired before it was asked for")
-        elif quote.valid_until > at + MAX_QUOTE_VALID_DAYS * day_seconds:
-            days = (quote.valid_until - at) / day_seconds
+        elif quote.valid_until > (answered_at or at) + MAX_QUOTE_VALID_DAYS * day_seconds:
+            days = (quote.valid_until - (answered_at or at)) / day_seconds
             wrong.append(f"claims to be valid for {days:.0f} days, beyond {MAX_QUOTE_VALID_DAYS:g}")
     return wrong
 
