@@ -182,6 +182,18 @@ def test_a_supplier_that_keeps_answering_other_terms_ends_the_run_unknown_having
     assert len(state.security_events) == 1 + MAX_STATUS_CHECKS
 
 
+def test_an_accepted_time_in_the_future_does_not_push_the_deadlines_out() -> None:
+    state = approved()
+    PlaceOrder().apply_failure(state, NO, "no answer")
+    later = lying_ack(state, accepted_at=NOW + 365 * DAY)
+    CheckOrderStatus().apply(state, NO, OrderStatusResult(found=True, ack=later, at=NOW))
+    assert state.order_status == "placed" and state.ordered_at is not None and state.ordered_at <= NOW
+    follow_up = new_state()
+    assert state.po is not None
+    follow_up.adopt(state.po, later, from_run="replenish-SKU-1-0")
+    assert follow_up.ordered_at == follow_up.started_at
+
+
 def test_ack_mismatches_name_each_differing_field() -> None:
     state = approved()
     assert state.po is not None

@@ -175,8 +175,10 @@ class State(BaseModel):
         self.order_status = "placed"
         self.adopted_from = from_run
         self.carried = progress
-        # Our own clock when we know it; the supplier's stamp only for orders from before it was kept.
-        self.ordered_at = progress.ordered_at if progress and progress.ordered_at is not None else ack.accepted_at
+        # Our own clock when we know it; the supplier's stamp only for orders from before it was kept,
+        # and never later than this run's start: a later "accepted" time would push every deadline out.
+        ours = progress.ordered_at if progress else None
+        self.ordered_at = ours if ours is not None else min(ack.accepted_at, self.started_at)
         if progress is None:
             return
         self.reply = progress.reply

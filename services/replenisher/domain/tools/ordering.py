@@ -163,7 +163,8 @@ class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
             assert result.ack is not None
             state.order = result.ack
             state.order_status = "placed"
-            state.ordered_at = state.ordered_at or result.ack.accepted_at
+            # Not later than we asked: a time in the future would push every deadline out.
+            state.ordered_at = state.ordered_at or min(result.ack.accepted_at, result.at)
             return f"the supplier holds {result.ack.po_number} as order {result.ack.order_id}"
         # No order exists: placing again with the same PO number is safe.
         state.order_status = "not_found"
