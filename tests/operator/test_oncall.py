@@ -155,13 +155,17 @@ async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_
         assert "the replenisher service is down since" in status.err, status
         assert "Restate answers, the service does not" in status.err
         assert f"approval pending: {request['po_number']}" in status.out, "shown from Restate's storage"
-        assert time.monotonic() - began < 20, "no 30 s hang"
+        assert time.monotonic() - began < 25, "no 30 s hang (a CLI process start is slow on a loaded machine)"
 
-        # The read it gave up on is not left in Restate to pile up.
-        left = await admin.asql(
-            f"SELECT id FROM sys_invocation WHERE target = 'SkuAgent/{scenario.sku}/status' AND status = 'backing-off'"
-        )
-        assert left == []
+        # The read it gave up on is not left in Restate to pile up (the kill takes a moment).
+        async def no_read_left() -> bool:
+            rows = await admin.asql(
+                f"SELECT id FROM sys_invocation WHERE target = 'SkuAgent/{scenario.sku}/status' "
+                "AND status = 'backing-off'"
+            )
+            return rows == []
+
+        await eventually(no_read_left, timeout=10, what="the abandoned read to be killed")
 
         watch = await cli("watch", scenario.sku)
         assert watch.code == 5, watch

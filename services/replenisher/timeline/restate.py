@@ -250,18 +250,24 @@ class RestateClient:
             "SELECT id, after_journal_entry_index, appended_at, event_type, event_json FROM sys_journal_events "
             f"WHERE event_type = 'TransientError' AND id IN ({ids})"
         )
-        # Restate records an error again only when it changes: an invocation's latest refusal is
-        # the start of its current run of refusals.
-        latest: dict[str, float] = {}
+        # Restate records an error again only when it changes: an invocation's current outage
+        # began with the first of the refusals that end its list of recorded errors.
+        by_invocation: dict[str, list[TransientFailure]] = {}
         for row in events:
             for failure in transient_failures([row]):
-                if is_outage_text(failure.code, failure.message):
-                    ident = str(row["id"])
-                    latest[ident] = max(latest.get(ident, 0.0), failure.at)
+                by_invocation.setdefault(str(row["id"]), []).append(failure)
+        starts = []
+        for failures in by_invocation.values():
+            streak = None
+            for failure in sorted(failures, key=lambda f: f.at):
+                refused_now = is_outage_text(failure.code, failure.message)
+                streak = (streak if streak is not None else failure.at) if refused_now else None
+            if streak is not None:
+                starts.append(streak)
         nexts = [t for r in refused if (t := epoch(r.get("next_retry_at"))) is not None]
         return Health(
             service_down=True,
-            since=min(latest.values()) if latest else None,
+            since=min(starts) if starts else None,
             error=error_text(refused[0].get("last_failure")),
             waiting_invocations=len(refused),
             next_attempt_at=min(nexts) if nexts else None,
@@ -419,21 +425,25 @@ class RestateClient:
 
     async def answered_after(self, t: float) -> float | None:
         """The first sign after `t` that the service answered Restate: a journal command (only
-        the service writes those), an invocation completing, or the start of an attempt that
-        did not fail (an invocation not backing off, whose last attempt started then)."""
+        the service writes those), an invocation the service completed, or the start of an
+        attempt that did not fail (the last attempt of an invocation that then suspended or
+        completed)."""
         at = f"TIMESTAMP {literal(sql_time(t))}"
         # Every command but the Input (Restate writes that one when it accepts the call).
         rows = await self.sql(
             "SELECT min(appended_at) AS t FROM sys_journal WHERE entry_type LIKE 'Command:%' "
             f"AND entry_type <> 'Command: Input' AND appended_at > {at}"
         )
+        # A completion counts only when the service gave it (an invocation killed or cancelled
+        # through the admin API completes too, with the service still down).
         rows += await self.sql(
-            "SELECT min(completed_at) AS t FROM sys_invocation "
-            f"WHERE completed_at > {at} AND target_service_name IN ('SkuAgent', 'Replenish')"
+            "SELECT min(completed_at) AS t FROM sys_invocation WHERE completed_at > "
+            f"{at} AND completion_result = 'success' AND target_service_name IN ('SkuAgent', 'Replenish')"
         )
         rows += await self.sql(
-            "SELECT min(last_start_at) AS t FROM sys_invocation WHERE status <> 'backing-off' "
-            f"AND last_start_at > {at} AND target_service_name IN ('SkuAgent', 'Replenish')"
+            "SELECT min(last_start_at) AS t FROM sys_invocation WHERE (status = 'suspended' OR "
+            f"(status = 'completed' AND completion_result = 'success')) AND last_start_at > {at} "
+            "AND target_service_name IN ('SkuAgent', 'Replenish')"
         )
         times = [v for r in rows if (v := epoch(r.get("t"))) is not None]
         return min(times) if times else None
