@@ -93,3 +93,18 @@ def test_countdowns_read_as_time_left() -> None:
     assert countdown(75) == "1m 15s left"
     assert countdown(3 * 3600 + 120) == "3h 2m left"
     assert countdown(2 * 86_400 + 3600) == "2d 1h left"
+
+
+def test_a_run_completed_before_its_outcome_is_recorded_keeps_refreshing() -> None:
+    from replenisher.console.pages import settled
+    from replenisher.domain.outcomes import ReplenishmentResult
+    from replenisher.timeline.model import Invocation, Timeline
+
+    done = Invocation(id="inv_1", status="completed", completed_at=NOW - 2)
+    t = Timeline(run_id="replenish-SKU-9-1", sku="SKU-9", source="journal", now=NOW, invocation=done)
+    assert t.finished and not settled(t), "the outcome is on its way to the SKU's record"
+    assert settled(t.model_copy(update={"now": NOW + 120})), "but not refreshed for ever"
+    outcome = ReplenishmentResult(
+        run_id="replenish-SKU-9-1", sku="SKU-9", outcome="received", started_at=NOW - 50, ended_at=NOW - 2
+    )
+    assert settled(t.model_copy(update={"outcome": outcome}))

@@ -384,12 +384,26 @@ def run_page(timeline: Timeline, fragment_url: str, flash: tuple[str, str] | Non
 def timeline_block(timeline: Timeline, fragment_url: str) -> str:
     """The timeline fragment, tagged so the page script can refresh it while the run goes on."""
     html = render_fragment(timeline)
-    finished = "true" if timeline.finished else "false"
+    finished = "true" if settled(timeline) else "false"
     return html.replace(
         "<section class=tl ",
         f"<section data-fragment='{escape(fragment_url)}' data-finished='{finished}' class=tl ",
         1,
     )
+
+
+SETTLE_SECONDS = 60.0
+
+
+def settled(timeline: Timeline) -> bool:
+    """Nothing more will change: the SKU's record holds the outcome. A run's invocation completes
+    a moment before its SKU records the outcome, so a completed run without one is refreshed a
+    while longer rather than frozen without its outcome."""
+    if timeline.outcome is not None:
+        return True
+    inv = timeline.invocation
+    done_at = inv.completed_at if inv is not None and inv.status == "completed" else None
+    return done_at is not None and timeline.now - done_at > SETTLE_SECONDS
 
 
 def run_href(run_id: str) -> str:
