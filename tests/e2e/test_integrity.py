@@ -5,13 +5,16 @@ calls, receipts)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import httpx
 import pytest
 
 from e2e.scenario import JSON, Scenario, ok
 from e2e.test_world_moves_on import manager_approving_everything
 from replenisher.stack.runtime import RestateRuntime
-from support import eventually
+from support import RegisteredService, days, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -195,3 +198,52 @@ async def test_an_unknown_order_is_reconciled_on_the_skus_own_timer_with_backoff
     assert (await scenario.status())["reconciling"] is None
     orders = await scenario.orders()
     assert len(orders) == 1 and orders[0]["po_number"] == request["po_number"]
+
+
+# --- 7. a message that reached the SKU before its deadline counts, though the service was down ---
+
+
+async def approval_while_the_service_is_down(
+    scenario: Scenario, service: RegisteredService, *, before_deadline: bool
+) -> tuple[str, JSON]:
+    """The manager's approval reaches Restate's ingress while the service is down, stamped as
+    the inbound endpoint stamps what it forwards; the service comes back after the deadline."""
+    await scenario.setup()
+    await scenario.configure(approval=16)  # four seconds
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    deadline = (await scenario.waiting_for(run_id, "wait_for_approval"))["waiting"]["deadline"]
+    service.kill()
+    try:
+        if not before_deadline:
+            await eventually(lambda: time.time() > deadline + days(1), timeout=30, what="the deadline to pass")
+        sent_at = time.time()
+        assert (sent_at < deadline) is before_deadline, "the test machine is too slow for this timing"
+        decision = {"po_number": request["po_number"], "token": request["token"], "approved": True, "by": "manager"}
+        body = {"event": "approval", "payload": decision, "sender": {"party": "manager"}, "received_at": sent_at}
+        sent = await scenario.ingress.post(
+            f"/SkuAgent/{scenario.sku}/deliver/send", json=body, headers={"idempotency-key": f"late-{run_id}"}
+        )
+        assert sent.is_success, sent.text
+        await eventually(lambda: time.time() > deadline + days(2), timeout=30, what="the deadline to pass")
+    finally:
+        await asyncio.to_thread(service.restart)
+    return run_id, await scenario.outcome(run_id, within=60)
+
+
+async def test_an_approval_that_reached_the_sku_in_time_counts_though_the_service_was_down(
+    scenario: Scenario, service: RegisteredService
+) -> None:
+    run_id, outcome = await approval_while_the_service_is_down(scenario, service, before_deadline=True)
+    assert outcome["outcome"] == "received", outcome
+    history = (await scenario.run_view(run_id))["state"]["history"]
+    assert next(t for t in history if t["tool"] == "wait_for_approval")["summary"].startswith("approved")
+    assert len(await scenario.orders()) == 1
+
+
+async def test_positive_control_an_approval_that_reached_the_sku_after_its_deadline_does_not_count(
+    scenario: Scenario, service: RegisteredService
+) -> None:
+    _, outcome = await approval_while_the_service_is_down(scenario, service, before_deadline=False)
+    assert outcome["outcome"] == "cancelled", outcome
+    assert await scenario.orders() == []

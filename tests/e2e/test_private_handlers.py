@@ -24,6 +24,7 @@ PUBLIC = {
 PRIVATE = {
     ("SkuAgent", "tick"),
     ("SkuAgent", "reconcile_due"),
+    ("SkuAgent", "arrival_of"),
     ("SkuAgent", "finish"),
     ("SkuAgent", "note_security"),
     ("SkuAgent", "reconcile_due"),

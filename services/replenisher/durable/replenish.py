@@ -187,7 +187,7 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: Secu
     deadline = tool.deadline(state)
     while True:
         seq = state.next_message_number(tool.event)
-        raw = await next_message(ctx, tool, seq, deadline)
+        raw = await next_message(ctx, state.sku, tool, seq, deadline)
         if raw is None:
             return tool.apply(state, None)
         state.mark_consumed(tool.event)
@@ -208,7 +208,7 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: Secu
         report.send(ctx, state)
 
 
-async def next_message(ctx: WorkflowContext, tool: Wait[Any], seq: int, deadline: float) -> bytes | None:
+async def next_message(ctx: WorkflowContext, sku: str, tool: Wait[Any], seq: int, deadline: float) -> bytes | None:
     """The raw bytes of the `seq`-th message, or None at the deadline: parsed by the caller,
     so that no value anyone resolved the promise with can fail the run in the SDK's serde."""
     promise = ctx.promise(message_promise(tool.event, seq), serde=BytesSerde())
@@ -224,8 +224,24 @@ async def next_message(ctx: WorkflowContext, tool: Wait[Any], seq: int, deadline
                 raw = value
             case _:
                 raw = None
+    if raw is None and await reached_in_time(ctx, sku, tool.event, seq, deadline):
+        raw = await promise.value()  # the deliver that routed it has sent it on its way here
     ctx.clear("waiting")
     return raw
+
+
+async def reached_in_time(ctx: WorkflowContext, sku: str, event: EventKind, seq: int, deadline: float) -> bool:
+    """Whether the message reached the SKU's address by the deadline, though it is not here yet.
+
+    While the service was down, Restate held the deliver and this run's timer alike; when it
+    came back the timer may have won. The call is to an exclusive handler of the SKU, so it
+    runs after every deliver Restate accepted for the SKU before it: what it reports routed is
+    all that arrived, with when it arrived (the inbound endpoint's stamp, else the SKU's clock).
+    """
+    from replenisher.durable.sku_agent import RoutedQuery, arrival_of
+
+    arrival = await ctx.object_call(arrival_of, sku, RoutedQuery(run_id=ctx.key(), event=event, seq=seq))
+    return arrival.arrived_at is not None and arrival.arrived_at <= deadline
 
 
 class SecurityReport:

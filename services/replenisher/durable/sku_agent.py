@@ -86,6 +86,16 @@ class ReconcileTick(BaseModel):
     run_id: str
 
 
+class RoutedQuery(BaseModel):
+    run_id: str
+    event: EventKind
+    seq: int = Field(ge=0)
+
+
+class RoutedArrival(BaseModel):
+    arrived_at: float | None = Field(description="when the message reached the SKU's address; None: it has not")
+
+
 async def load(ctx: ObjectContext | ObjectSharedContext) -> SkuRecord | None:
     return await load_stored(ctx, RECORD, SkuRecord)
 
@@ -318,6 +328,20 @@ async def booked_receipt(
     record.security.add(run_id, [what], now)
     ctx.set(RECORD, record)
     raise TerminalError(f"refused: {what}", status_code=422)
+
+
+@validated(sku_agent.handler, ingress_private=True)
+async def arrival_of(ctx: ObjectContext, query: RoutedQuery) -> RoutedArrival:
+    """When the run's `seq`-th message of a kind reached the SKU's address, if it has.
+
+    Exclusive on purpose: a run whose deadline passed asks it, and Restate runs it only after
+    the delivers it accepted for this SKU before (those held while the service was down)."""
+    record = await load(ctx)
+    active = record.active if record is not None else None
+    if active is None or active.run_id != query.run_id:
+        return RoutedArrival(arrived_at=None)
+    routed = next((m for m in active.routed if m.event == query.event and m.seq == query.seq), None)
+    return RoutedArrival(arrived_at=routed.at if routed else None)
 
 
 @validated(sku_agent.handler, ingress_private=True)
