@@ -27,7 +27,6 @@ PRIVATE = {
     ("SkuAgent", "arrival_of"),
     ("SkuAgent", "finish"),
     ("SkuAgent", "note_security"),
-    ("SkuAgent", "reconcile_due"),
     ("Replenish", "run"),
     ("Replenish", "deliver"),
 }
