@@ -59,7 +59,7 @@ async def test_a_price_rise_during_the_approval_wait_is_refused_and_approved_aga
 
 
 async def test_an_approval_that_expired_with_its_quote_is_refused_and_the_run_requotes(scenario: Scenario) -> None:
-    await scenario.setup(quote_valid_days=1)
+    await scenario.setup(quote_valid_days=12)  # 3 s: time to draft and ask, on a loaded machine too
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()
 
