@@ -85,7 +85,8 @@ def seed_world(client: httpx.Client, world: str, skus: list[str], rng: random.Ra
             "reply_days": 0.5 + i * 0.5,
             "price_drift": 0.02,
             "deliveries": 1 + i % 2,
-            "quote_valid_days": 20,
+            # Quotes outlive a loaded machine's approval round trip, so runs get as far as ordering.
+            "quote_valid_days": 100,
         }
         client.put(f"{world}/admin/suppliers/{supplier}", json=setup).raise_for_status()
     for sku in skus:
