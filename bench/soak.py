@@ -108,7 +108,8 @@ def do_damage(stack: OwnStack, client: httpx.Client, rng: random.Random) -> str:
         process = stack.service if fault == "kill service" else stack.restate
         process.kill()
         time.sleep(rng.uniform(0, 1.5))  # down for a while: that is the fault
-        process.restart()
+        # Generous: on a loaded machine restate-server's partitions can take half a minute to catch up.
+        process.restart(timeout=180)
         return fault
     faults: dict[str, Any] = {
         "supplier down": {"down_calls": rng.randint(2, 12)},

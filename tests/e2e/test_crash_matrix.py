@@ -237,7 +237,7 @@ async def set_up(scenario: Scenario, path: Path) -> None:
     await scenario.setup(reply_days=3, lead_days=6)
     if path.name == "chase":
         # A reply after the chase has time to arrive however long a kill holds things up.
-        await scenario.configure(supplier_reply=4, reply_after_chase=12)
+        await scenario.configure(supplier_reply=4, reply_after_chase=40)
         await scenario.fault(drop_replies=1)  # the confirmation is never sent: the run must chase
     if path.name == "cancel":
         await scenario.configure(approval=4)
