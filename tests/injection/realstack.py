@@ -36,9 +36,9 @@ PARTY_SECRETS_ENV = "REPLENISHER_PARTY_SECRETS_FILE"
 # Waits short enough that a run an attack stalls ends within the suite, long enough that the
 # suite (the manager) answers in time on a loaded machine. In business days of 0.25 s.
 SUITE_WAITS = {
-    "REPLENISHER_APPROVAL_WAIT_DAYS": "80",
-    "REPLENISHER_REPLY_WAIT_DAYS": "40",
-    "REPLENISHER_GOODS_GRACE_DAYS": "40",
+    "REPLENISHER_APPROVAL_WAIT_DAYS": "200",
+    "REPLENISHER_REPLY_WAIT_DAYS": "80",
+    "REPLENISHER_GOODS_GRACE_DAYS": "80",
     # The wedge check starts another run right after one that failed: no rest in between.
     "REPLENISHER_REST_AFTER_FAILURE_DAYS": "0",
 }
@@ -121,21 +121,38 @@ def stack(kind: DeciderKind, log_dir: Path, api_url: str | None, suppliers: Sequ
         runtime.start()
         stop.callback(runtime.stop)
         runtime.wait_ready()
-        shared = {PARTY_SECRETS_ENV: str(secrets_file)}
+        inbound = None
+        world_extra: dict[str, str] = {}
+        if inbound_available():
+            # The outside parties' door, and the world (playing every party) pushing through it, signed.
+            inbound = HypercornApp(
+                INBOUND_APP,
+                free_port(),
+                {"REPLENISHER_INGRESS_URL": runtime.ingress_url, PARTY_SECRETS_ENV: str(secrets_file)},
+                name=f"inbound-{kind}",
+                log_path=log_dir / f"inbound-{kind}.log",
+            )
+            inbound.start()
+            stop.callback(inbound.stop)
+            inbound.wait_ready()
+            world_extra = {"WORLD_INBOUND_URL": inbound.url, "WORLD_PARTY_SECRETS_FILE": str(secrets_file)}
         world = HypercornApp(
             WORLD_APP,
             free_port(),
-            world_env(runtime.ingress_url, shared),
+            world_env(runtime.ingress_url, world_extra),
             name=f"world-{kind}",
             log_path=log_dir / f"world-{kind}.log",
         )
         world.start()
         stop.callback(world.stop)
         world.wait_ready()
-        extra = {**SUITE_WAITS, **shared}
+        extra = dict(SUITE_WAITS)
         if kind != "policy":
             assert api_url is not None, "the model deciders need the stand-in API"
             extra.update(model_env(api_url))
+        if kind == "compromised":
+            # It asks for the same call however often it is refused: asking again adds only time.
+            extra["REPLENISHER_CLAUDE_ASKS_PER_TURN"] = "1"
         else:
             extra["REPLENISHER_DECIDER"] = "offline"
         app = HypercornApp(
@@ -148,16 +165,4 @@ def stack(kind: DeciderKind, log_dir: Path, api_url: str | None, suppliers: Sequ
         service = RegisteredService(runtime, app)
         stop.callback(service.stop)
         service.start()
-        inbound = None
-        if inbound_available():
-            inbound = HypercornApp(
-                INBOUND_APP,
-                free_port(),
-                {"REPLENISHER_INGRESS_URL": runtime.ingress_url, **shared},
-                name=f"inbound-{kind}",
-                log_path=log_dir / f"inbound-{kind}.log",
-            )
-            inbound.start()
-            stop.callback(inbound.stop)
-            inbound.wait_ready()
         yield Stack(kind, runtime, world, service, inbound, secret_values)

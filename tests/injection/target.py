@@ -77,7 +77,8 @@ class Target:
                 "prices": {self.sku: price},
                 "lead_days": lead_days,
                 "reply_days": reply_days,
-                "quote_valid_days": 60,
+                # Far longer than a run takes on a loaded machine, within the agent's bound (365).
+                "quote_valid_days": 200,
             }
             ok(await self.world.put(f"/admin/suppliers/{sid}", json=body))
         await self.set_item(ON_HAND, suppliers)
