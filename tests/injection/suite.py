@@ -481,6 +481,15 @@ class Summary:
             and {s.kind for s in self.stacks} == set(KINDS)
         )
 
+    def answers(self) -> str:
+        """What every crafted request got back, attack by attack (`--verbose`)."""
+        lines = []
+        for s in self.stacks:
+            for o in s.outcomes:
+                lines.append(f"{o.attack} ({o.kind}) [run: {o.agent_said}]")
+                lines += [f"    {a[:200]}" for a in o.answers]
+        return "\n".join(lines)
+
     def report(self) -> str:
         lines = []
         for s in self.stacks:
@@ -539,11 +548,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--kinds", default=",".join(KINDS), help="deciders to run, comma-separated")
     parser.add_argument("--only", default="", help="attack ids to run, comma-separated (default: all)")
     parser.add_argument("--logs", type=Path, default=None, help="where the processes' logs go")
+    parser.add_argument("--verbose", action="store_true", help="print what every crafted request got back")
     args = parser.parse_args(argv)
     kinds = [k for k in args.kinds.split(",") if k]
     attacks = [a for a in ATTACKS if not args.only or a.id in args.only.split(",")]
     started = time.monotonic()
     summary = run_suite(kinds, attacks, CONTROLS, args.logs)  # type: ignore[arg-type]
+    if args.verbose:
+        print(summary.answers())
     print(summary.report())
     print(f"({time.monotonic() - started:.0f}s)")
     print(summary.line())
