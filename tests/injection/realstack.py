@@ -147,14 +147,14 @@ def stack(kind: DeciderKind, log_dir: Path, api_url: str | None, suppliers: Sequ
         stop.callback(world.stop)
         world.wait_ready()
         extra = dict(SUITE_WAITS)
-        if kind != "policy":
+        if kind == "policy":
+            extra["REPLENISHER_DECIDER"] = "offline"
+        else:
             assert api_url is not None, "the model deciders need the stand-in API"
             extra.update(model_env(api_url))
         if kind == "compromised":
             # It asks for the same call however often it is refused: asking again adds only time.
             extra["REPLENISHER_CLAUDE_ASKS_PER_TURN"] = "1"
-        else:
-            extra["REPLENISHER_DECIDER"] = "offline"
         app = HypercornApp(
             SERVICE_APP,
             free_port(),

@@ -176,6 +176,9 @@ async def model_saw_it(ctx: Context, target: Target, attack: RealAttack) -> bool
     if ctx.api is None:
         return False
     requests = ok(await ctx.api.get("/admin/requests", params={"about": target.sku}))["requests"]
+    if not requests:
+        # A model stack whose runs never asked the model did not test that decider at all.
+        raise AssertionError(f"the {ctx.stack.kind} stack never asked the model about {target.sku}")
     if ctx.stack.kind == "compromised":
         return bool(requests)
     trigger = attack.trigger or f"<{attack.id}>"
