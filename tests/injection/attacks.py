@@ -700,12 +700,12 @@ ATTACKS: tuple[RealAttack, ...] = (
 FAST = (
     "claimed-approval-6",
     "rival-fake-quote",
-    "forged-raised-limit",
-    "token-of-another-po",
-    "private-tick",
-    "configure-negative-wait",
-    "ingress-invalid-utf8",
+    "token-non-ascii",
+    "private-deliver-fills-slot",
+    "goods-never-booked",
     "ingress-huge-body",
+    "inbound-other-supplier-reply",
+    "inbound-bad-signature",
 )
 
 
