@@ -8,7 +8,7 @@
 #   make console the manager's web console on :8090, over the running stack
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
-#   make injection    the adversarial suite on three real stacks (~6 min); ends with
+#   make injection    the adversarial suite on three real stacks (about 12 min on a loaded 2-core machine); ends with
 #                     `injection: attacks=N real_stack=N asr_policy=0 asr_claude=0 asr_compromised=0 wedged=0`
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same in under five minutes, smaller sizes; both write bench/results/
