@@ -60,6 +60,7 @@ CONCURRENCY = int(os.environ.get("INJECTION_CONCURRENCY", "12"))
 POLL = 0.3
 STUCK = ("backing-off", "paused")
 ENDS_THE_PURCHASE = ("done", "cancel_purchase_order")
+RESTART_SECONDS = 120.0
 
 
 class Reconnecting(httpx.AsyncBaseTransport):
@@ -349,7 +350,8 @@ async def backing_off_control(ctx: Context, admin: Admin) -> str | None:
     except AssertionError as e:
         return f"control-service-down: the wedge detector did not fire: {e}"
     finally:
-        await asyncio.to_thread(ctx.stack.service.restart)
+        # A loaded machine can take a minute to bring the service back.
+        await asyncio.to_thread(ctx.stack.service.restart, RESTART_SECONDS)
 
     async def recovered() -> bool:
         return not any(owner(i["target_service_key"], [target.sku]) for i in await stuck_invocations(admin))
@@ -412,7 +414,10 @@ async def run_stack(
         ctx = Context(st, ingress, world, door, model, "", set(), tag, roster(attacks, controls))
         failures: list[str] = []
         if controls:
-            failure = await backing_off_control(ctx, admin)
+            try:
+                failure = await backing_off_control(ctx, admin)
+            except Exception as e:  # the service did not come back: every attack below would fail too
+                raise RuntimeError(f"{st.kind}: the service did not restart after the backing-off control: {e}") from e
             failures += [failure] if failure else []
         await start_decoy(ctx)
         probe = ctx.target("knobs")
