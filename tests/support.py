@@ -27,6 +27,9 @@ CHECK_INTERVAL_DAYS = 1
 # Far longer than a crash, restart and retry on a loaded machine; tests of timeouts shorten
 # them for their own SKU (SkuAgent/<sku>/configure).
 APPROVAL_WAIT_DAYS = 200
+# The compressed clock's origin, shared by the service and the world of a session so they
+# agree on the calendar date: now, on the wall clock and on the calendar.
+CLOCK_ORIGIN = time.time()
 REPLY_WAIT_DAYS = 200
 
 # Restate settings for the test runtime, on top of restate.toml.
@@ -164,6 +167,8 @@ def service_env(world_url: str, extra: Mapping[str, str] | None = None) -> dict[
     return {
         "REPLENISHER_WORLD_URL": world_url,
         "REPLENISHER_DAY_SECONDS": f"{TEST_DAY_SECONDS:g}",
+        "REPLENISHER_CLOCK_WALL_ORIGIN": repr(CLOCK_ORIGIN),
+        "REPLENISHER_CLOCK_CALENDAR_ORIGIN": repr(CLOCK_ORIGIN),
         "REPLENISHER_CHECK_INTERVAL_DAYS": str(CHECK_INTERVAL_DAYS),
         # Retries of a failed step in milliseconds rather than seconds, still bounded.
         "REPLENISHER_STEP_INITIAL_RETRY_MS": "100",
@@ -181,7 +186,13 @@ def service_env(world_url: str, extra: Mapping[str, str] | None = None) -> dict[
 
 
 def world_env(ingress_url: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    return {"WORLD_INGRESS_URL": ingress_url, "WORLD_DAY_SECONDS": f"{TEST_DAY_SECONDS:g}", **(extra or {})}
+    return {
+        "WORLD_INGRESS_URL": ingress_url,
+        "WORLD_DAY_SECONDS": f"{TEST_DAY_SECONDS:g}",
+        "WORLD_CLOCK_WALL_ORIGIN": repr(CLOCK_ORIGIN),
+        "WORLD_CLOCK_CALENDAR_ORIGIN": repr(CLOCK_ORIGIN),
+        **(extra or {}),
+    }
 
 
 def signed_world_env(ingress_url: str, inbound_url: str, secrets_file: Path) -> dict[str, str]:

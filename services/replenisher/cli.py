@@ -255,7 +255,7 @@ def _run_lines(sku: str, view: Any, token: str) -> list[str]:
     state = view.state
     lines = []
     if view.waiting is not None:
-        lines.append(f"  waiting in {view.waiting.tool} until {clock(view.waiting.deadline)}")
+        lines.append(f"  waiting in {view.waiting.tool} until {view.waiting.until(time.time())}")
     if state.history:
         last = state.history[-1]
         lines.append(f"  last turn {last.turn}: {last.tool}: {shorten(last.summary or last.reason, 80)}")
@@ -341,7 +341,7 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
                 doing = r.retrying
             elif r.waiting is not None:
                 since = f" for {duration(now - r.waiting_since)}" if r.waiting_since else ""
-                doing = f"{r.waiting.tool}{since} (until {clock(r.waiting.deadline)[11:19]})"
+                doing = f"{r.waiting.tool}{since} (until {r.waiting.until(now)})"
             elif r.active_run:
                 doing = r.run_status or "running"
             else:

@@ -1,19 +1,25 @@
 """Settings from the environment, read once per process.
 
-Every wait is in business days; `REPLENISHER_DAY_SECONDS` compresses a day (a real day by
-default, about a second in the demo, a fraction of a second in tests).
+Every wait is in business days on the site calendar (`REPLENISHER_CALENDAR_FILE`; Monday to
+Friday, UTC by default); `REPLENISHER_DAY_SECONDS` compresses a calendar day (a real day by
+default, about a second in the demo, a fraction of a second in tests). A compressed clock
+needs a fixed origin shared with the world: `REPLENISHER_CLOCK_WALL_ORIGIN` (epoch seconds)
+is calendar instant `REPLENISHER_CLOCK_CALENDAR_ORIGIN` (ISO date-time or epoch seconds).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from datetime import timedelta
 from functools import cache
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
+from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, load_calendar, utc_instant
 from replenisher.domain.waits import WaitDays
 
 DEFAULT_INGRESS_URL = "http://127.0.0.1:8080"
@@ -21,11 +27,18 @@ DEFAULT_ADMIN_URL = "http://127.0.0.1:9070"
 DEFAULT_WORLD_URL = "http://127.0.0.1:9100"
 # A 32-byte Ed25519 public key in base58, as restate-server logs it when it loads its private key.
 _PUBLIC_KEY = re.compile(r"publickeyv1_[1-9A-HJ-NP-Za-km-z]{32,44}")
+# Without a configured origin a compressed clock starts at this process's start (the world
+# then disagrees on the date: the stack and the test fixtures always pass one).
+_PROCESS_START = time.time()
 
 
 class Settings(BaseModel):
     world_url: str = DEFAULT_WORLD_URL
     day_seconds: float = Field(default=86_400.0, gt=0)
+    calendar_file: str | None = None
+    calendar: BusinessCalendar = Field(default_factory=BusinessCalendar, description="loaded from calendar_file")
+    clock_wall_origin: float | None = None
+    clock_calendar_origin: float | None = None
     check_interval_days: float = Field(default=1.0, gt=0)
     rest_after_failure_days: float = Field(default=5.0, ge=0)
     decider: Literal["offline", "claude"] = "offline"
@@ -51,6 +64,16 @@ class Settings(BaseModel):
     claude_read_replies: bool = True
     claude_input_usd_per_mtok: float | None = Field(default=None, ge=0)
     claude_output_usd_per_mtok: float | None = Field(default=None, ge=0)
+
+    @field_validator("clock_calendar_origin", mode="before")
+    @classmethod
+    def _instant(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                return utc_instant(value)
+        return value
 
     @field_validator("identity_keys", mode="before")
     @classmethod
@@ -84,10 +107,27 @@ class Settings(BaseModel):
     def days(self, n: float) -> timedelta:
         return timedelta(seconds=n * self.day_seconds)
 
+    @property
+    def clock(self) -> CalendarClock:
+        """The site calendar through this process's wall clock; each run fixes a copy at its start."""
+        if self.clock_wall_origin is not None:
+            wall = self.clock_wall_origin
+        else:
+            wall = 0.0 if self.day_seconds == DAY else _PROCESS_START
+        origin = ClockOrigin.at(wall, self.clock_calendar_origin)
+        return CalendarClock(calendar=self.calendar, day_seconds=self.day_seconds, origin=origin)
+
+    def after(self, wall: float, business_days: float) -> timedelta:
+        """How long from `wall` until `business_days` business days later, on the site calendar."""
+        return timedelta(seconds=self.clock.after(wall, business_days) - wall)
+
 
 _ENV = {
     "world_url": "REPLENISHER_WORLD_URL",
     "day_seconds": "REPLENISHER_DAY_SECONDS",
+    "calendar_file": "REPLENISHER_CALENDAR_FILE",
+    "clock_wall_origin": "REPLENISHER_CLOCK_WALL_ORIGIN",
+    "clock_calendar_origin": "REPLENISHER_CLOCK_CALENDAR_ORIGIN",
     "check_interval_days": "REPLENISHER_CHECK_INTERVAL_DAYS",
     "rest_after_failure_days": "REPLENISHER_REST_AFTER_FAILURE_DAYS",
     "decider": "REPLENISHER_DECIDER",
@@ -115,7 +155,12 @@ _ENV = {
 
 @cache
 def settings() -> Settings:
-    raw = {field: os.environ[var] for field, var in _ENV.items() if os.environ.get(var)}
+    raw: dict[str, object] = {field: os.environ[var] for field, var in _ENV.items() if os.environ.get(var)}
+    if isinstance(path := raw.get("calendar_file"), str):
+        try:
+            raw["calendar"] = load_calendar(Path(path))
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"invalid replenisher settings: REPLENISHER_CALENDAR_FILE: {e}") from e
     try:
         return Settings.model_validate(raw)
     except ValidationError as e:

@@ -51,6 +51,8 @@ class ClockView(BaseModel):
     day_seconds: float
     started_at: float
     day: int
+    calendar_now: float
+    date: str
 
 
 class Closed(BaseModel):
@@ -128,6 +130,8 @@ async def clock(world: SimulatedWorld, req: Request) -> Response:
             day_seconds=world.clock.day_seconds,
             started_at=world.clock.started_at,
             day=world.clock.day_number(now),
+            calendar_now=world.clock.calendar(now),
+            date=world.clock.date(now),
         )
     )
 
@@ -273,7 +277,14 @@ async def start() -> SimulatedWorld:
     if settings.inbound_url is not None and settings.party_secrets_file is not None:
         door = InboundDoor(str(settings.inbound_url), load_secrets(settings.party_secrets_file))
     world = SimulatedWorld(
-        Clock(settings.day_seconds), httpx.AsyncClient(timeout=PUSH_TIMEOUT), str(settings.ingress_url), door
+        Clock(
+            settings.day_seconds,
+            wall_origin=settings.clock_wall_origin,
+            calendar_origin=settings.clock_calendar_origin,
+        ),
+        httpx.AsyncClient(timeout=PUSH_TIMEOUT),
+        str(settings.ingress_url),
+        door,
     )
     catalogue = load(settings.catalogue)
     for sid, supplier in catalogue.suppliers.items():

@@ -6,8 +6,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
+from replenisher.domain.calendar import utc_instant
 from simulated_world.catalogue import CatalogueName
 
 
@@ -30,6 +31,21 @@ class WorldSettings(BaseModel):
             raise ValueError("WORLD_INBOUND_URL needs WORLD_PARTY_SECRETS_FILE to sign with")
         return self
 
+    clock_wall_origin: float | None = None
+    """With `clock_calendar_origin`: the instant shared with the replenisher so both agree on the date."""
+    clock_calendar_origin: float | None = None
+
+    @field_validator("clock_calendar_origin", mode="before")
+    @classmethod
+    def _instant(cls, value: object) -> object:
+        # The replenisher's setting accepts an ISO date-time too; the world reads it the same way.
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                return utc_instant(value)
+        return value
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> WorldSettings:
         values = {
@@ -40,6 +56,8 @@ class WorldSettings(BaseModel):
                 ("catalogue", "WORLD_CATALOGUE"),
                 ("inbound_url", "WORLD_INBOUND_URL"),
                 ("party_secrets_file", "WORLD_PARTY_SECRETS_FILE"),
+                ("clock_wall_origin", "WORLD_CLOCK_WALL_ORIGIN"),
+                ("clock_calendar_origin", "WORLD_CLOCK_CALENDAR_ORIGIN"),
             )
             if env.get(var)
         }

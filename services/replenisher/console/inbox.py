@@ -18,6 +18,7 @@ import time
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
+from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.documents import ApprovalDecision, ApprovalRequest, Quote
 from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
@@ -108,6 +109,7 @@ class PendingApproval(BaseModel):
     token: str
     requested_at: float
     decide_by: float
+    calendar: CalendarClock | None = Field(default=None, description="the run's calendar, to show decide_by as a date")
     waiting: bool
     on_hand: int | None = None
     safety_stock: int | None = None
@@ -182,7 +184,8 @@ def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
         quote_valid_until=request.expires_at,
         token=request.token,
         requested_at=approval.requested_at,
-        decide_by=approval.requested_at + state.days(state.waits.approval),
+        decide_by=state.after(approval.requested_at, state.waits.approval),
+        calendar=state.clock,
         waiting=view.waiting is not None and view.waiting.tool == "wait_for_approval",
         on_hand=state.on_hand,
         safety_stock=state.safety_stock,

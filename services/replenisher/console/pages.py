@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from replenisher.console.inbox import PendingApproval
 from replenisher.console.overview import SkuRow
 from replenisher.domain.sku import SkuRecord
-from replenisher.timeline.format import clock, duration
+from replenisher.timeline.format import clock, duration, until
 from replenisher.timeline.html import STYLE as TIMELINE_STYLE
 from replenisher.timeline.html import render_fragment
 from replenisher.timeline.model import Timeline
@@ -211,7 +211,8 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
     head = (
         f"<header><h2>{po}</h2> <a href='/skus/{escape(p.sku)}'>{escape(p.sku)}</a> · {escape(p.supplier)} "
         f"{''.join(flags)}<span class='countdown{urgent}' data-until='{p.decide_by:.0f}'>"
-        f"{escape(countdown(left))}</span> <span class=muted>decide by {escape(clock(p.decide_by))}</span></header>"
+        f"{escape(countdown(left))}</span> <span class=muted>decide by {escape(until(p.decide_by, p.calendar, now))}"
+        "</span></header>"
     )
     terms = (
         "<section><h3>Terms</h3>"
@@ -314,7 +315,7 @@ def skus(rows: list[SkuRow], now: float) -> str:
             since = f" for {duration(now - r.waiting_since)}" if r.waiting_since else ""
             state = (
                 f"<span class='tag {kind}'>{escape(r.waiting.tool)}</span>"
-                f"<div class=muted>waiting{escape(since)}, until {escape(clock(r.waiting.deadline))}</div>"
+                f"<div class=muted>waiting{escape(since)}, until {escape(r.waiting.until(now))}</div>"
             )
         elif r.active_run:
             state = escape(r.run_status or "running")

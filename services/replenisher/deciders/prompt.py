@@ -112,7 +112,8 @@ def render_state(state: State, now: float) -> str:
         f"Stock: {state.on_hand} on hand, safety stock {state.safety_stock}, target {state.target_stock}; "
         f"order quantity {state.order_quantity}.",
         f"Approved suppliers: {', '.join(state.suppliers)}.",
-        f"Run started {days(now - state.started_at)} business days ago.",
+        f"Run started {state.clock.business_days(state.started_at, now):.1f} business days ago "
+        f"(today is {state.clock.date_of(now)} on the site calendar).",
         f"Quote rounds used: {state.quote_rounds} of {MAX_QUOTE_ROUNDS}.",
     ]
     if state.quotes:
@@ -141,7 +142,7 @@ def render_state(state: State, now: float) -> str:
     if state.order is not None:
         order_line += f", {state.order.quantity} x {state.order.unit_price:.2f} from {state.order.supplier}"
         if state.ordered_at is not None:
-            order_line += f", placed {days(now - state.ordered_at)} business days ago"
+            order_line += f", placed {state.clock.business_days(state.ordered_at, now):.1f} business days ago"
     lines.append(order_line + f" (status checks: {state.status_checks} of {MAX_STATUS_CHECKS}).")
     if state.unread_reply is not None:
         lines.append("A supplier reply is waiting to be read (its text is below, untrusted).")

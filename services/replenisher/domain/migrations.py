@@ -59,5 +59,19 @@ def _state_v2_to_v3(raw: Raw) -> Raw:
     return {**raw, "now": max(t for t in times if isinstance(t, int | float))}
 
 
+def _state_v3_to_v4(raw: Raw) -> Raw:
+    # v4 counts waits on a site calendar fixed at the run's start. A run written before had
+    # none: every day counted whole from its start, so its deadlines stay where they were.
+    if "clock" in raw:
+        return raw
+    started_at = raw.get("started_at", 0.0)
+    clock = {
+        "calendar": {"working_days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]},
+        "day_seconds": raw.get("day_seconds", 86_400.0),
+        "origin": {"wall": started_at, "calendar": started_at},
+    }
+    return {**raw, "clock": clock}
+
+
 SKU_RECORD_STEPS: dict[int, Step] = {1: _sku_v1_to_v2, 2: _sku_v2_to_v3}
-STATE_STEPS: dict[int, Step] = {1: _state_v1_to_v2, 2: _state_v2_to_v3}
+STATE_STEPS: dict[int, Step] = {1: _state_v1_to_v2, 2: _state_v2_to_v3, 3: _state_v3_to_v4}

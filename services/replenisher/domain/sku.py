@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.costs import CostLedger
 from replenisher.domain.documents import EventKind, Sender, StockLevel
 from replenisher.domain.memory import SkuMemory
@@ -267,7 +268,9 @@ class SkuRecord(BaseModel):
         self.unresolved = None
         self.reconciling = None
 
-    def next_reconcile(self, at: float, recheck_days: float, day_seconds: float) -> float | None:
+    def next_reconcile(
+        self, at: float, recheck_days: float, day_seconds: float, clock: CalendarClock | None = None
+    ) -> float | None:
         """Seconds until the SKU should look the unresolved order up again; None when nothing is left to do.
 
         A new unresolved run is looked up at once; each further attempt for the same run backs
@@ -280,7 +283,8 @@ class SkuRecord(BaseModel):
         previous = self.reconciling
         attempts = previous.attempts + 1 if previous is not None and previous.run_id == unresolved.run_id else 0
         after = reconcile_delay_days(attempts, recheck_days)
-        delay = after * day_seconds
+        # On the site calendar when given: the backoff counts business days, not weekends.
+        delay = clock.after(at, after) - at if clock is not None else after * day_seconds
         self.reconciling = Reconciling(run_id=unresolved.run_id, attempts=attempts, after_days=after, due_at=at + delay)
         return delay
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from replenisher.domain.calendar import BusinessCalendar, CalendarClock, ClockOrigin
 from replenisher.domain.costs import CostLedger, TokenUsage
 from replenisher.domain.documents import (
     ApprovalRequest,
@@ -26,7 +27,7 @@ from replenisher.domain.migrations import STATE_STEPS, migrate
 from replenisher.domain.promises import PromiseClaim
 from replenisher.domain.waits import WaitDays
 
-STATE_SCHEMA_VERSION = 3
+STATE_SCHEMA_VERSION = 4
 
 OrderStatus = Literal["none", "placed", "unknown", "not_found", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "timed_out"]
@@ -105,6 +106,7 @@ class State(BaseModel):
     waits: WaitDays = Field(default_factory=WaitDays)
     started_at: float
     now: float = Field(default=0.0, description="the run's clock: the latest journaled time it read")
+    clock: CalendarClock = Field(description="the site calendar and the wall-to-calendar mapping, fixed at the start")
 
     quotes: list[Quote] = Field(default_factory=list)
     quote_rounds: int = 0
@@ -153,9 +155,23 @@ class State(BaseModel):
 
     @classmethod
     def start(
-        cls, run_id: str, stock: StockLevel, day_seconds: float, started_at: float, waits: WaitDays | None = None
+        cls,
+        run_id: str,
+        stock: StockLevel,
+        day_seconds: float,
+        started_at: float,
+        waits: WaitDays | None = None,
+        calendar: BusinessCalendar | None = None,
+        origin: ClockOrigin | None = None,
     ) -> State:
+        """Without a calendar every day counts whole (a business day is then just `day_seconds`)."""
+        clock = CalendarClock(
+            calendar=calendar or BusinessCalendar.every_day(),
+            day_seconds=day_seconds,
+            origin=origin or ClockOrigin.at(started_at),
+        )
         return cls(
+            schema_version=STATE_SCHEMA_VERSION,
             run_id=run_id,
             sku=stock.sku,
             on_hand=stock.on_hand,
@@ -166,6 +182,7 @@ class State(BaseModel):
             waits=waits or WaitDays(),
             started_at=started_at,
             now=started_at,
+            clock=clock,
         )
 
     def adopt(self, po: PurchaseOrder, ack: OrderAck, from_run: str, progress: OrderProgress | None = None) -> None:
@@ -242,8 +259,12 @@ class State(BaseModel):
         return self.order is not None and self.received_quantity >= self.order.quantity
 
     def days(self, n: float) -> float:
-        """`n` business days in seconds, at this run's day length."""
+        """`n` calendar days in wall-clock seconds, at this run's day length (for durations, not deadlines)."""
         return n * self.day_seconds
+
+    def after(self, start: float, business_days: float) -> float:
+        """The wall-clock instant `business_days` after `start` on this run's calendar: every deadline."""
+        return self.clock.after(start, business_days)
 
     def next_message_number(self, event: EventKind) -> int:
         return self.consumed.get(event, 0)

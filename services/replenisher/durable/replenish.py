@@ -20,6 +20,7 @@ from restate.exceptions import TerminalError
 from restate.serde import BytesSerde
 
 from replenisher.config import settings
+from replenisher.domain.calendar import BusinessCalendar, CalendarClock, ClockOrigin
 from replenisher.domain.decisions import DeciderTerms, Decision
 from replenisher.domain.documents import (
     OPERATOR,
@@ -63,6 +64,11 @@ class RunRequest(BaseModel):
     stock: StockLevel
     day_seconds: float = Field(gt=0)
     waits: WaitDays = Field(default_factory=WaitDays)
+    # The site calendar and the wall-to-calendar origin, fixed into the run here so later
+    # settings changes never move a deadline it waits for. Absent (requests from before
+    # calendars): every day counts whole from the run's start.
+    calendar: BusinessCalendar = Field(default_factory=BusinessCalendar.every_day)
+    origin: ClockOrigin | None = None
     memory: MemoryBrief | None = Field(default=None, description="what the SKU remembers, for the decider")
     decider_terms: DeciderTerms = Field(default_factory=DeciderTerms)
     adopt: AdoptedOrder | None = Field(default=None, description="follow up this order instead of buying anew")
@@ -105,6 +111,7 @@ class CurrentWait(BaseModel):
     event: EventKind
     seq: int
     deadline: float
+    clock: CalendarClock | None = Field(default=None, description="the run's calendar, to show the deadline as a date")
 
 
 class RunView(BaseModel):
@@ -120,7 +127,15 @@ def message_promise(event: str, seq: int) -> str:
 # could start a SKU's next run with its own request, or fill a run's message slots first.
 @validated(replenish.main, ingress_private=True)
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
-    state = State.start(ctx.key(), request.stock, request.day_seconds, await ctx.time(), request.waits)
+    state = State.start(
+        ctx.key(),
+        request.stock,
+        request.day_seconds,
+        await ctx.time(),
+        request.waits,
+        calendar=request.calendar,
+        origin=request.origin,
+    )
     state.memory = request.memory
     if request.adopt is not None:
         state.adopt(request.adopt.po, request.adopt.ack, request.adopt.from_run, request.adopt.progress)
@@ -169,7 +184,8 @@ async def decide(
 async def call(ctx: WorkflowContext, turn: int, tool: Call[Any, Any], args: Any, state: State) -> str:
     delay = tool.delay_days(state)
     if delay > 0:
-        await ctx.sleep(timedelta(seconds=state.days(delay)), name=f"before {tool.name} {turn}")
+        now = await ctx.time()
+        await ctx.sleep(timedelta(seconds=state.after(now, delay) - now), name=f"before {tool.name} {turn}")
     try:
         result = await step(ctx, f"{tool.name} {turn}", tool.Result, tool.execute, state, args, outside_world())
     except TerminalError as e:
@@ -187,7 +203,7 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: Secu
     deadline = tool.deadline(state)
     while True:
         seq = state.next_message_number(tool.event)
-        raw = await next_message(ctx, state.sku, tool, seq, deadline)
+        raw = await next_message(ctx, state.sku, tool, seq, deadline, state.clock)
         if raw is None:
             return tool.apply(state, None)
         state.mark_consumed(tool.event)
@@ -208,11 +224,13 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: Secu
         report.send(ctx, state)
 
 
-async def next_message(ctx: WorkflowContext, sku: str, tool: Wait[Any], seq: int, deadline: float) -> bytes | None:
+async def next_message(
+    ctx: WorkflowContext, sku: str, tool: Wait[Any], seq: int, deadline: float, clock: CalendarClock
+) -> bytes | None:
     """The raw bytes of the `seq`-th message, or None at the deadline: parsed by the caller,
     so that no value anyone resolved the promise with can fail the run in the SDK's serde."""
     promise = ctx.promise(message_promise(tool.event, seq), serde=BytesSerde())
-    ctx.set("waiting", CurrentWait(tool=tool.name, event=tool.event, seq=seq, deadline=deadline))
+    ctx.set("waiting", CurrentWait(tool=tool.name, event=tool.event, seq=seq, deadline=deadline, clock=clock))
     remaining = deadline - await ctx.time()
     raw: bytes | None
     if remaining <= 0:

@@ -123,6 +123,8 @@ def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedO
         stock=stock,
         day_seconds=settings().day_seconds,
         waits=settings().waits.overridden(record.waits),
+        calendar=settings().calendar,
+        origin=settings().clock.origin,
         memory=record.memory.brief(at, settings().day_seconds),
         decider_terms=decider_terms(),
         adopt=adopt,
@@ -261,7 +263,8 @@ async def tick(ctx: ObjectContext, request: Tick) -> None:
 
 
 async def schedule_tick(ctx: ObjectContext, record: SkuRecord, first: bool = False) -> None:
-    delay = None if first else settings().days(record.watch.interval_days)
+    # The next check after `interval_days` business days: no checks over weekends and holidays.
+    delay = None if first else settings().after(await ctx.time(), record.watch.interval_days)
     handle = ctx.object_send(tick, ctx.key(), Tick(generation=record.watch.generation), send_delay=delay)
     record.watch.pending_tick = await handle.invocation_id()
 
@@ -348,7 +351,7 @@ async def arrival_of(ctx: ObjectContext, query: RoutedQuery) -> RoutedArrival:
 async def finish(ctx: ObjectContext, result: ReplenishmentResult) -> None:
     """The run's completion callback: record the outcome and free the SKU for the next run."""
     record = await load(ctx)
-    rest = settings().days(settings().rest_after_failure_days).total_seconds()
+    rest = settings().after(result.ended_at, settings().rest_after_failure_days).total_seconds()
     if record is not None and record.finish(result, rest_seconds=rest):
         if record.unresolved is not None and record.unresolved.run_id == result.run_id:
             await schedule_reconcile(ctx, record)
@@ -357,7 +360,8 @@ async def finish(ctx: ObjectContext, result: ReplenishmentResult) -> None:
 
 async def schedule_reconcile(ctx: ObjectContext, record: SkuRecord) -> None:
     """The SKU's own durable timer for an order that may exist: watched or not, it is looked up."""
-    delay = record.next_reconcile(await ctx.time(), settings().waits.status_recheck, settings().day_seconds)
+    s = settings()
+    delay = record.next_reconcile(await ctx.time(), s.waits.status_recheck, s.day_seconds, s.clock)
     if delay is not None and record.reconciling is not None:
         tick = ReconcileTick(run_id=record.reconciling.run_id)
         ctx.object_send(reconcile_due, ctx.key(), tick, send_delay=timedelta(seconds=delay))

@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from replenisher.domain.calendar import utc_instant
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import ONE_DAY_SECONDS, PROCESS_ALIASES, Stack, StackConfig, StackError
 from replenisher.stack.ports import PortInUseError, RestatePorts
@@ -39,7 +40,13 @@ def _parser() -> argparse.ArgumentParser:
         "--day-seconds",
         type=float,
         default=float(os.environ.get("REPLENISHER_DAY_SECONDS", ONE_DAY_SECONDS)),
-        help="length of one business day in seconds (default: $REPLENISHER_DAY_SECONDS or a real day)",
+        help="length of one calendar day in seconds (default: $REPLENISHER_DAY_SECONDS or a real day)",
+    )
+    parser.add_argument(
+        "--calendar-start",
+        type=utc_instant,
+        default=None,
+        help="the calendar date-time a compressed clock starts at, ISO (default: now)",
     )
     parser.add_argument("--catalogue", default=os.environ.get("WORLD_CATALOGUE"), help="world catalogue")
     parser.add_argument("--service-app", default=defaults.service_app, help="ASGI app, module:attr")
@@ -61,6 +68,7 @@ def _config(args: argparse.Namespace) -> StackConfig:
         world_port=args.world_port,
         inbound_port=args.inbound_port,
         day_seconds=args.day_seconds,
+        calendar_start=args.calendar_start,
         catalogue=args.catalogue,
         config_file=args.config,
         service_app=args.service_app,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -47,6 +48,14 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds:g}"
 
 
+def clock_env(cfg: StackConfig) -> dict[str, str]:
+    """One origin for the compressed clock of both processes (a real day needs none)."""
+    if cfg.clock_wall_origin is None:
+        return {}
+    calendar = cfg.clock_wall_origin if cfg.calendar_start is None else cfg.calendar_start
+    return {"CLOCK_WALL_ORIGIN": repr(cfg.clock_wall_origin), "CLOCK_CALENDAR_ORIGIN": repr(calendar)}
+
+
 class StackConfig(BaseModel):
     """Where the stack listens, keeps its state, and which apps it serves."""
 
@@ -58,6 +67,11 @@ class StackConfig(BaseModel):
     world_port: int = 9100
     inbound_port: int = 9090
     day_seconds: float = ONE_DAY_SECONDS
+    # Calendar instant (epoch seconds) at which a compressed clock starts; None: the moment
+    # of `up()`. The world and the service get the same origin, so they agree on the date.
+    calendar_start: float | None = None
+    # Fixed by `up()` and recorded, so a restarted process keeps the date the others have.
+    clock_wall_origin: float | None = None
     catalogue: str | None = None
     service_app: str = SERVICE_APP
     world_app: str = WORLD_APP
@@ -215,6 +229,8 @@ class Stack:
             "WORLD_PARTY_SECRETS_FILE": secrets,
             **cfg.world_env,
         }
+        clock = clock_env(cfg)
+        world_env = {**{f"WORLD_{k}": v for k, v in clock.items()}, **world_env}
         if cfg.catalogue is not None:
             world_env["WORLD_CATALOGUE"] = cfg.catalogue
         world = HypercornApp(cfg.world_app, cfg.world_port, world_env, name="world", log_path=cfg.log_dir / "world.log")
@@ -254,6 +270,9 @@ class Stack:
         ensure_ports_free(self.config.all_ports())
         if not self.config.secrets_file.exists():
             write_secrets(self.config.secrets_file, new_secrets())
+        compressed = self.config.day_seconds != ONE_DAY_SECONDS or self.config.calendar_start is not None
+        if compressed and self.config.clock_wall_origin is None:
+            self.config = self.config.model_copy(update={"clock_wall_origin": time.time()})
         wired = [*_service_wiring(self.config), *self.config.service_env]
         state = StackState(config=self.config, service_settings=ServiceSettings.of(os.environ, wired))
         started: list[ManagedProcess] = []
@@ -333,7 +352,8 @@ class Stack:
 
 def _service_wiring(cfg: StackConfig) -> dict[str, str]:
     """The settings the stack itself gives the service: where the world is, how long a day is."""
-    return {"REPLENISHER_WORLD_URL": cfg.world_url, "REPLENISHER_DAY_SECONDS": format_seconds(cfg.day_seconds)}
+    clock = {f"REPLENISHER_{k}": v for k, v in clock_env(cfg).items()}
+    return {"REPLENISHER_WORLD_URL": cfg.world_url, "REPLENISHER_DAY_SECONDS": format_seconds(cfg.day_seconds), **clock}
 
 
 def _record(process: ManagedProcess, url: str) -> ProcessRecord:

@@ -4,11 +4,27 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from replenisher.domain.calendar import DAY, CalendarClock
+
 
 def clock(t: float | None) -> str:
     if t is None:
         return "-"
     return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def until(deadline: float, calendar: CalendarClock | None, now: float) -> str:
+    """A deadline as its date on the run's calendar, how many business days away, and when on the wall clock.
+
+    On a compressed clock the calendar date is what the deadline means and the wall-clock
+    time is when it fires; on a real clock they are the same instant.
+    """
+    if calendar is None:
+        return clock(deadline)
+    due = calendar.due(deadline, now)
+    if calendar.day_seconds != DAY:
+        return f"{due}, at {clock(deadline)}"
+    return due
 
 
 def duration(seconds: float | None) -> str:

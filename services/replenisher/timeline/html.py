@@ -309,7 +309,7 @@ def _outcome(t: Timeline) -> str:
     o = t.outcome
     if o is None:
         if t.waiting is not None:
-            until = clock(t.waiting.deadline)
+            until = t.waiting.until(t.now)
             return f"<p class=outcome>now: waiting in {escape(t.waiting.tool)} until {escape(until)}</p>"
         return f"<p class=outcome>now: {escape(t.status)}</p>"
     price = f" at {o.unit_price:.2f}" if o.unit_price is not None else ""

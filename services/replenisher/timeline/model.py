@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.outcomes import ReplenishmentResult
-from replenisher.timeline.format import clock
+from replenisher.timeline.format import clock, until
 
 SpanKind = Literal["decision", "step", "wait", "delay"]
 EndedBy = Literal["message", "timeout"]
@@ -124,6 +125,10 @@ class Waiting(BaseModel):
     event: str
     seq: int
     deadline: float
+    clock: CalendarClock | None = None
+
+    def until(self, now: float) -> str:
+        return until(self.deadline, self.clock, now)
 
 
 class Invocation(BaseModel):

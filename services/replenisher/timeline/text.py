@@ -195,7 +195,7 @@ def _footer(t: Timeline, width: int) -> list[str]:
         lines.append(f"outcome: {o.outcome.upper()}  {o.quantity_received} of {o.quantity_ordered} received{price}{po}")
         lines.append("         " + shorten(o.detail, width - 9))
     elif t.waiting is not None:
-        lines.append(f"now: waiting in {t.waiting.tool} until {clock(t.waiting.deadline)}")
+        lines.append(f"now: waiting in {t.waiting.tool} until {t.waiting.until(t.now)}")
     else:
         lines.append(f"now: {t.status}")
     if t.decisions:

@@ -86,7 +86,7 @@ class WaitForApproval(Wait[ApprovalDecision]):
 
     def deadline(self, state: State) -> float:
         assert state.approval is not None
-        return state.approval.requested_at + state.days(state.waits.approval)
+        return state.after(state.approval.requested_at, state.waits.approval)
 
     def refusal(self, state: State, payload: ApprovalDecision, arrival: Arrival) -> str | None:
         assert state.approval is not None

@@ -35,14 +35,15 @@ class WaitForGoods(Wait[GoodsReceipt]):
 
     def deadline(self, state: State) -> float:
         assert state.ordered_at is not None
-        grace = state.days(state.waits.goods_grace * (state.goods_overdue_count + 1))
+        grace = state.waits.goods_grace * (state.goods_overdue_count + 1)
         if state.reply is not None and state.reply.delivery_days is not None:
             # "Delivery in N days" counts from when the supplier said it, not from the order,
-            # and is believed only up to the bound: a year away is a reason to follow up.
+            # and is believed only up to the bound: a year away is a reason to follow up. The
+            # grace then counts in business days from the promised delivery.
             stated = min(state.reply.delivery_days, delivery_bound_days(state))
-            return state.reply.received_at + state.days(stated) + grace
+            return state.after(state.after(state.reply.received_at, stated), grace)
         quoted = state.quoted_lead_days
-        return state.ordered_at + state.days(quoted if quoted is not None else 10.0) + grace
+        return state.after(state.after(state.ordered_at, quoted if quoted is not None else 10.0), grace)
 
     def refusal(self, state: State, payload: GoodsReceipt, arrival: Arrival) -> str | None:
         assert state.order is not None

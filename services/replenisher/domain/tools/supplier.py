@@ -49,9 +49,9 @@ class WaitForSupplierReply(Wait[SupplierReply]):
 
     def deadline(self, state: State) -> float:
         if state.last_chase_at is not None:
-            return state.last_chase_at + state.days(state.waits.reply_after_chase)
+            return state.after(state.last_chase_at, state.waits.reply_after_chase)
         assert state.ordered_at is not None
-        return state.ordered_at + state.days(state.waits.supplier_reply)
+        return state.after(state.ordered_at, state.waits.supplier_reply)
 
     def refusal(self, state: State, payload: SupplierReply, arrival: Arrival) -> str | None:
         assert state.order is not None
