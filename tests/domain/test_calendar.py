@@ -234,3 +234,17 @@ def test_the_status_recheck_backoff_is_in_business_days() -> None:
     state.failed_status_checks = 1
     delay = CheckOrderStatus().delay_days(state)
     assert on_calendar(state, state.after(T0, delay)) == "Mon 2026-12-07 15:00"
+
+
+def test_the_goods_deadline_counts_from_the_suppliers_stated_delivery_on_the_calendar() -> None:
+    from replenisher.domain.state import ReplyFacts
+
+    state = with_order(run_on_calendar(BusinessCalendar(holidays=(date(2026, 12, 8),))), ordered_at=T0)
+    state.waits = state.waits.model_copy(update={"goods_grace": 1.0})
+    # Friday: "delivery in 2 days" means Monday, then Wednesday (Tuesday a holiday); the grace
+    # of one business day more makes it Thursday.
+    state.reply = ReplyFacts(confirmed=True, delivery_days=2, received_at=T0)
+    assert on_calendar(state, WaitForGoods().deadline(state)) == "Thu 2026-12-10 15:00"
+    # A second overdue wait doubles the grace, still in business days.
+    state.goods_overdue_count = 1
+    assert on_calendar(state, WaitForGoods().deadline(state)) == "Fri 2026-12-11 15:00"
