@@ -249,6 +249,16 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def approval_story(approval: Any) -> str:
+    """Who is asked now, which reminders went out, and whether it was escalated."""
+    story = approval.approver
+    if approval.escalated_at is not None:
+        story += f" (escalated {clock(approval.escalated_at)}; the first approver's token is void)"
+    if approval.reminded:
+        story += " · reminded at " + ", ".join(f"{round(p * 100)}%" for p in approval.reminded)
+    return story
+
+
 def _run_lines(sku: str, view: Any, token: str) -> list[str]:
     if view is None or view.state is None:
         return ["  (the run has not saved its state yet)"]
@@ -266,6 +276,7 @@ def _run_lines(sku: str, view: Any, token: str) -> list[str]:
             f"  approval pending: {r.po_number} · {r.supplier} · {r.quantity} x {r.unit_price:.2f} = "
             f"{r.quantity * r.unit_price:,.2f} · quote valid until {clock(r.expires_at)}"
         )
+        lines.append(f"  asked: {approval_story(approval)}")
         lines.append(f"  approval token: {token}")
         lines.append(
             f"  decide with: replenisher approve {sku} --up-to {r.unit_price:.2f}   (or: replenisher reject {sku})"

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
 from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, load_calendar, utc_instant
+from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.waits import WaitDays
 
 DEFAULT_INGRESS_URL = "http://127.0.0.1:8080"
@@ -37,6 +38,8 @@ class Settings(BaseModel):
     day_seconds: float = Field(default=86_400.0, gt=0)
     calendar_file: str | None = None
     calendar: BusinessCalendar = Field(default_factory=BusinessCalendar, description="loaded from calendar_file")
+    approval_reminders: tuple[float, ...] = ApprovalPolicy().reminders
+    backup_approver: str | None = ApprovalPolicy().backup_approver
     clock_wall_origin: float | None = None
     clock_calendar_origin: float | None = None
     check_interval_days: float = Field(default=1.0, gt=0)
@@ -64,6 +67,22 @@ class Settings(BaseModel):
     claude_read_replies: bool = True
     claude_input_usd_per_mtok: float | None = Field(default=None, ge=0)
     claude_output_usd_per_mtok: float | None = Field(default=None, ge=0)
+
+    @field_validator("approval_reminders", mode="before")
+    @classmethod
+    def _points(cls, value: object) -> object:
+        if isinstance(value, str):
+            return () if value.strip().lower() == "none" else tuple(p for p in value.replace(",", " ").split())
+        return value
+
+    @field_validator("backup_approver", mode="before")
+    @classmethod
+    def _nobody(cls, value: object) -> object:
+        return None if isinstance(value, str) and value.strip().lower() == "none" else value
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        return ApprovalPolicy(reminders=self.approval_reminders, backup_approver=self.backup_approver)
 
     @field_validator("clock_calendar_origin", mode="before")
     @classmethod
@@ -126,6 +145,8 @@ _ENV = {
     "world_url": "REPLENISHER_WORLD_URL",
     "day_seconds": "REPLENISHER_DAY_SECONDS",
     "calendar_file": "REPLENISHER_CALENDAR_FILE",
+    "approval_reminders": "REPLENISHER_APPROVAL_REMINDERS",
+    "backup_approver": "REPLENISHER_BACKUP_APPROVER",
     "clock_wall_origin": "REPLENISHER_CLOCK_WALL_ORIGIN",
     "clock_calendar_origin": "REPLENISHER_CLOCK_CALENDAR_ORIGIN",
     "check_interval_days": "REPLENISHER_CHECK_INTERVAL_DAYS",

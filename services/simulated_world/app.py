@@ -14,6 +14,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from replenisher.domain.documents import (
+    ApprovalReminder,
     ApprovalRequest,
     CancelRequest,
     ChaseRequest,
@@ -30,7 +31,14 @@ from simulated_world.clock import Clock
 from simulated_world.erp import BookedReceipt, ClosureList, ItemSetup, ManualReceipt, ReceiptFilter, ReceiptList
 from simulated_world.errors import BadRequest
 from simulated_world.faults import SupplierFaults
-from simulated_world.manager import ApprovalFilter, ApprovalList, DecisionBody, ManagerPolicy
+from simulated_world.manager import (
+    ApprovalFilter,
+    ApprovalList,
+    DecisionBody,
+    ManagerPolicy,
+    ReminderFilter,
+    ReminderList,
+)
 from simulated_world.messenger import InboundDoor, MessageFilter, MessageList
 from simulated_world.routing import JsonApp, Request, Response, Route, Router, ok
 from simulated_world.settings import WorldSettings
@@ -228,6 +236,23 @@ async def cancel(world: SimulatedWorld, req: Request) -> Response:
 async def request_approval(world: SimulatedWorld, req: Request) -> Response:
     entry, created = world.request_approval(req.parse(ApprovalRequest))
     return ok(entry, 201 if created else 200)
+
+
+@route("POST", "/manager/approval-requests/{po_number}/reminders", call=("manager", "remind"))
+async def remind(world: SimulatedWorld, req: Request) -> Response:
+    key = req.headers.get("idempotency-key")
+    if not key:
+        raise BadRequest("the Idempotency-Key header is required")
+    reminder = req.parse(ApprovalReminder)
+    if reminder.po_number != req.path_params["po_number"]:
+        raise BadRequest(f"reminder about {reminder.po_number!r} posted to {req.path_params['po_number']!r}")
+    entry, created = world.manager.remind(key, reminder, world.clock.now())
+    return ok(entry, 201 if created else 200)
+
+
+@route("GET", "/manager/reminders", call=("manager", "list_reminders"))
+async def list_reminders(world: SimulatedWorld, req: Request) -> Response:
+    return ok(ReminderList(reminders=world.manager.reminders(req.parse_query(ReminderFilter))))
 
 
 @route("GET", "/manager/approval-requests", call=("manager", "list_approval_requests"))

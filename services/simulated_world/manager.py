@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from replenisher.domain.documents import ApprovalDecision, ApprovalRequest, Price
+from replenisher.domain.documents import ApprovalDecision, ApprovalReminder, ApprovalRequest, Price
 from simulated_world.errors import Conflict, NotFound
 
 AUTO_APPROVER = "auto-approval"
@@ -70,6 +70,25 @@ class ApprovalEntry(BaseModel):
     decided_at: float | None = None
 
 
+class ReminderEntry(BaseModel):
+    """One reminder as the approver sees it: once per idempotency key, however often it was posted."""
+
+    key: str
+    reminder: ApprovalReminder
+    received_at: float
+    posts: int = 1
+
+
+class ReminderFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    po_number: str | None = None
+
+
+class ReminderList(BaseModel):
+    reminders: list[ReminderEntry]
+
+
 class ApprovalFilter(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -84,6 +103,7 @@ class ManagerInbox:
     def __init__(self) -> None:
         self.policy = ManagerPolicy()
         self._by_token: dict[str, ApprovalEntry] = {}
+        self._reminders: dict[str, ReminderEntry] = {}
 
     def receive(self, request: ApprovalRequest, now: float) -> tuple[ApprovalEntry, bool]:
         """The entry for this request, and whether it is new."""
@@ -134,6 +154,22 @@ class ManagerInbox:
         entry.decision = decision
         entry.decided_at = now
         return True
+
+    def remind(self, key: str, reminder: ApprovalReminder, now: float) -> tuple[ReminderEntry, bool]:
+        """Keep a reminder about a known PO; the same key again is the same reminder."""
+        self.latest(reminder.po_number)
+        existing = self._reminders.get(key)
+        if existing is not None:
+            if existing.reminder != reminder:
+                raise Conflict(f"reminder key {key!r} was already used for another reminder")
+            existing.posts += 1
+            return existing, False
+        entry = ReminderEntry(key=key, reminder=reminder, received_at=now)
+        self._reminders[key] = entry
+        return entry, True
+
+    def reminders(self, where: ReminderFilter) -> list[ReminderEntry]:
+        return [e for e in self._reminders.values() if where.po_number in (None, e.reminder.po_number)]
 
     def find(self, where: ApprovalFilter) -> list[ApprovalEntry]:
         entries = list(self._by_token.values())

@@ -20,6 +20,7 @@ from unittest import mock
 from replenisher.domain.decisions import GOAL, Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.documents import (
     ApprovalDecision,
+    ApprovalReminder,
     ApprovalRequest,
     CancelRequest,
     ChaseRequest,
@@ -99,6 +100,7 @@ class MemoryWorld:
         self.placed: dict[str, PlacedOrder] = {}
         self.acks: dict[str, OrderAck] = {}
         self.approval_requests: list[ApprovalRequest] = []
+        self.reminders: dict[str, ApprovalReminder] = {}
         self.chases: list[str] = []
         self.cancelled: list[str] = []
         self.closed: list[str] = []
@@ -165,6 +167,9 @@ class MemoryWorld:
     # manager
     async def request_approval(self, request: ApprovalRequest) -> None:
         self.approval_requests.append(request)
+
+    async def remind(self, reminder: ApprovalReminder, key: str) -> None:
+        self.reminders.setdefault(key, reminder)
 
 
 @dataclass

@@ -31,7 +31,7 @@ def test_a_sku_record_written_by_version_1_reads_as_the_current_version() -> Non
 def test_a_run_state_written_by_version_1_reads_as_the_current_version() -> None:
     raw = (FIXTURES / "replenish_state_v1.json").read_text()
     state = State.model_validate_json(raw)
-    assert state.schema_version == STATE_SCHEMA_VERSION == 4
+    assert state.schema_version == STATE_SCHEMA_VERSION == 5
     assert state.failed_status_checks == 1 and state.order_status == "unknown"
     # v3's clock starts at the latest time v1 recorded, so quotes are judged as of then.
     assert state.now == max(t for t in (state.started_at, state.ordered_at, state.last_chase_at) if t is not None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2e.scenario import Scenario
+from e2e.scenario import Scenario, ok
 from support import HAPPY_PATH, eventually
 
 pytestmark = pytest.mark.e2e
@@ -46,18 +46,30 @@ async def test_manager_rejects_and_nothing_is_ordered(scenario: Scenario) -> Non
     assert await scenario.calls(op="place_order") == []
 
 
-async def test_approval_timeout_fails_closed(scenario: Scenario) -> None:
+async def test_approval_timeout_escalates_to_the_backup_and_then_fails_closed(scenario: Scenario) -> None:
     await scenario.setup()
     configured = await scenario.configure(approval=4)
     assert configured["waits"]["approval"] == 4
     run_id = (await scenario.check())["started"]
-    await scenario.pending_approval()
+    first = await scenario.pending_approval()
     outcome = await scenario.outcome(run_id, within=60)
     assert outcome["outcome"] == "cancelled"
     assert "no approval" in outcome["detail"]
     assert await scenario.orders() == []
     assert await scenario.calls(op="place_order") == []
     assert await scenario.calls(op="live_price") == []
+    # Before failing closed: the manager was reminded twice, then the backup approver was
+    # asked about the same PO with a fresh token, and reminded twice in turn.
+    requests = [r["request"] for r in await scenario.approval_requests()]
+    assert [r["approver"] for r in requests] == ["manager", "backup-approver"]
+    assert {r["po_number"] for r in requests} == {first["po_number"]} and requests[0]["token"] != requests[1]["token"]
+    kept = ok(await scenario.world.get("/manager/reminders", params={"po_number": first["po_number"]}))["reminders"]
+    assert sorted((r["reminder"]["approver"], r["reminder"]["point"]) for r in kept) == [
+        ("backup-approver", 0.5),
+        ("backup-approver", 0.9),
+        ("manager", 0.5),
+        ("manager", 0.9),
+    ]
 
 
 async def test_silent_supplier_is_chased_and_then_replies(scenario: Scenario) -> None:

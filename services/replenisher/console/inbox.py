@@ -116,6 +116,9 @@ class PendingApproval(BaseModel):
     target_stock: int | None = None
     quotes: list[Quote] = Field(default_factory=list, description="every quote of the round")
     past: list[PastDecision] = Field(default_factory=list, description="the SKU's last runs, newest first")
+    approver: str = "manager"
+    escalated: bool = False
+    reminded: list[float] = Field(default_factory=list)
 
     @property
     def total(self) -> float:
@@ -186,6 +189,9 @@ def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
         requested_at=approval.requested_at,
         decide_by=state.after(approval.requested_at, state.waits.approval),
         calendar=state.clock,
+        approver=approval.approver,
+        escalated=approval.escalated_at is not None,
+        reminded=list(approval.reminded),
         waiting=view.waiting is not None and view.waiting.tool == "wait_for_approval",
         on_hand=state.on_hand,
         safety_stock=state.safety_stock,

@@ -170,6 +170,13 @@ def inbox(
     return page("Approval inbox", body, "inbox", flash)
 
 
+def asked(p: PendingApproval) -> str:
+    """Who decides now, whether it was escalated to them, and the reminders sent."""
+    who = f"escalated to {p.approver}" if p.escalated else f"asked: {p.approver}"
+    reminded = f" · reminded at {', '.join(f'{round(x * 100)}%' for x in p.reminded)}" if p.reminded else ""
+    return f"<span class=muted>{escape(who + reminded)}</span>"
+
+
 def countdown(seconds: float) -> str:
     if seconds <= 0:
         return "deadline passed"
@@ -212,7 +219,7 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
         f"<header><h2>{po}</h2> <a href='/skus/{escape(p.sku)}'>{escape(p.sku)}</a> · {escape(p.supplier)} "
         f"{''.join(flags)}<span class='countdown{urgent}' data-until='{p.decide_by:.0f}'>"
         f"{escape(countdown(left))}</span> <span class=muted>decide by {escape(until(p.decide_by, p.calendar, now))}"
-        "</span></header>"
+        f"</span> {asked(p)}</header>"
     )
     terms = (
         "<section><h3>Terms</h3>"

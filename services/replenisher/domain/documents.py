@@ -119,6 +119,19 @@ class ApprovalRequest(Document):
     expires_at: float
     token: str
     run_id: str
+    approver: str = Field(default="manager", min_length=1, max_length=200, description="who is asked to decide")
+
+
+class ApprovalReminder(Document):
+    """A reminder that a request still waits for a decision. No token: the request carries it."""
+
+    po_number: PoNumber
+    sku: Sku
+    run_id: str
+    approver: str = Field(min_length=1, max_length=200)
+    point: float = Field(gt=0, lt=1, description="how far into the approval window, as a fraction")
+    decide_by: float
+    text: str = Field(max_length=2000)
 
 
 # --- Messages that arrive at a SKU's address (SkuAgent/<SKU>/deliver) ------------------

@@ -73,5 +73,13 @@ def _state_v3_to_v4(raw: Raw) -> Raw:
     return {**raw, "clock": clock}
 
 
+def _state_v4_to_v5(raw: Raw) -> Raw:
+    # v5 fixes the approval policy into the run. A run written before had none: no
+    # reminders, no backup approver, so it ends as it would have.
+    if "approval_policy" in raw:
+        return raw
+    return {**raw, "approval_policy": {"reminders": [], "backup_approver": None}}
+
+
 SKU_RECORD_STEPS: dict[int, Step] = {1: _sku_v1_to_v2, 2: _sku_v2_to_v3}
-STATE_STEPS: dict[int, Step] = {1: _state_v1_to_v2, 2: _state_v2_to_v3, 3: _state_v3_to_v4}
+STATE_STEPS: dict[int, Step] = {1: _state_v1_to_v2, 2: _state_v2_to_v3, 3: _state_v3_to_v4, 4: _state_v4_to_v5}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from replenisher.domain.documents import (
+    ApprovalReminder,
     ApprovalRequest,
     CancelRequest,
     ChaseRequest,
@@ -74,6 +75,8 @@ class Suppliers(Protocol):
 
 class ManagerInbox(Protocol):
     async def request_approval(self, request: ApprovalRequest) -> None: ...
+
+    async def remind(self, reminder: ApprovalReminder, key: str) -> None: ...
 
 
 class ReplyReader(Protocol):

@@ -22,12 +22,13 @@ from replenisher.domain.documents import (
     StockLevel,
     SupplierReply,
 )
+from replenisher.domain.escalation import PRIMARY_APPROVER, ApprovalPolicy
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.migrations import STATE_STEPS, migrate
 from replenisher.domain.promises import PromiseClaim
 from replenisher.domain.waits import WaitDays
 
-STATE_SCHEMA_VERSION = 4
+STATE_SCHEMA_VERSION = 5
 
 OrderStatus = Literal["none", "placed", "unknown", "not_found", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "timed_out"]
@@ -44,6 +45,9 @@ class Approval(BaseModel):
     note: str = ""
     decided_at: float | None = Field(default=None, description="when the decision arrived at the SKU's address")
     channel: str | None = Field(default=None, description="the authenticated party that sent the decision")
+    approver: str = Field(default=PRIMARY_APPROVER, description="who the current request asks")
+    reminded: list[float] = Field(default_factory=list, description="reminder points of the current window, done")
+    escalated_at: float | None = Field(default=None, description="when the request went to the backup approver")
 
 
 class ReplyFacts(BaseModel):
@@ -107,6 +111,7 @@ class State(BaseModel):
     started_at: float
     now: float = Field(default=0.0, description="the run's clock: the latest journaled time it read")
     clock: CalendarClock = Field(description="the site calendar and the wall-to-calendar mapping, fixed at the start")
+    approval_policy: ApprovalPolicy = Field(description="reminders and the backup approver, fixed at the start")
 
     quotes: list[Quote] = Field(default_factory=list)
     quote_rounds: int = 0
@@ -163,8 +168,10 @@ class State(BaseModel):
         waits: WaitDays | None = None,
         calendar: BusinessCalendar | None = None,
         origin: ClockOrigin | None = None,
+        approval_policy: ApprovalPolicy | None = None,
     ) -> State:
-        """Without a calendar every day counts whole (a business day is then just `day_seconds`)."""
+        """Without a calendar every day counts whole (a business day is then just `day_seconds`);
+        without an approval policy nobody is reminded and a lapsed approval fails closed at once."""
         clock = CalendarClock(
             calendar=calendar or BusinessCalendar.every_day(),
             day_seconds=day_seconds,
@@ -183,6 +190,7 @@ class State(BaseModel):
             started_at=started_at,
             now=started_at,
             clock=clock,
+            approval_policy=approval_policy or ApprovalPolicy.none(),
         )
 
     def adopt(self, po: PurchaseOrder, ack: OrderAck, from_run: str, progress: OrderProgress | None = None) -> None:

@@ -31,6 +31,7 @@ from replenisher.domain.documents import (
     Sender,
     StockLevel,
 )
+from replenisher.domain.escalation import ApprovalPolicy, Reminder, ReminderSent
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
 from replenisher.domain.security import SecurityNotes, without_secrets
@@ -69,6 +70,7 @@ class RunRequest(BaseModel):
     # calendars): every day counts whole from the run's start.
     calendar: BusinessCalendar = Field(default_factory=BusinessCalendar.every_day)
     origin: ClockOrigin | None = None
+    approval_policy: ApprovalPolicy = Field(default_factory=ApprovalPolicy.none)
     memory: MemoryBrief | None = Field(default=None, description="what the SKU remembers, for the decider")
     decider_terms: DeciderTerms = Field(default_factory=DeciderTerms)
     adopt: AdoptedOrder | None = Field(default=None, description="follow up this order instead of buying anew")
@@ -135,6 +137,7 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
         request.waits,
         calendar=request.calendar,
         origin=request.origin,
+        approval_policy=request.approval_policy,
     )
     state.memory = request.memory
     if request.adopt is not None:
@@ -200,10 +203,9 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: Secu
     PO), is consumed and recorded as a security event, and the wait goes on: no message can
     fail the run or spend its turns.
     """
-    deadline = tool.deadline(state)
     while True:
         seq = state.next_message_number(tool.event)
-        raw = await next_message(ctx, state.sku, tool, seq, deadline, state.clock)
+        raw = await next_message(ctx, tool, state, seq)
         if raw is None:
             return tool.apply(state, None)
         state.mark_consumed(tool.event)
@@ -224,26 +226,43 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: Secu
         report.send(ctx, state)
 
 
-async def next_message(
-    ctx: WorkflowContext, sku: str, tool: Wait[Any], seq: int, deadline: float, clock: CalendarClock
-) -> bytes | None:
+async def next_message(ctx: WorkflowContext, tool: Wait[Any], state: State, seq: int) -> bytes | None:
     """The raw bytes of the `seq`-th message, or None at the deadline: parsed by the caller,
-    so that no value anyone resolved the promise with can fail the run in the SDK's serde."""
+    so that no value anyone resolved the promise with can fail the run in the SDK's serde.
+
+    Reminders the tool has due before the deadline are sent on the way, and at the deadline
+    the tool may escalate (a fresh deadline) instead of timing out; each from its own
+    durable timer and journaled step, so a replay or a crash never does one twice (and a
+    retried step carries the same idempotency key).
+    """
     promise = ctx.promise(message_promise(tool.event, seq), serde=BytesSerde())
-    ctx.set("waiting", CurrentWait(tool=tool.name, event=tool.event, seq=seq, deadline=deadline, clock=clock))
-    remaining = deadline - await ctx.time()
-    raw: bytes | None
-    if remaining <= 0:
-        # Out of time, but a message that already arrived still counts.
-        raw = await promise.peek()
-    else:
-        match await restate.select(message=promise.value(), timeout=ctx.sleep(timedelta(seconds=remaining))):
-            case ["message", value]:
-                raw = value
-            case _:
-                raw = None
-    if raw is None and await reached_in_time(ctx, sku, tool.event, seq, deadline):
-        raw = await promise.value()  # the deliver that routed it has sent it on its way here
+    message = None
+    raw: bytes | None = None
+    while True:
+        deadline = tool.deadline(state)
+        ctx.set("waiting", CurrentWait(tool=tool.name, event=tool.event, seq=seq, deadline=deadline, clock=state.clock))
+        reminder = next((r for r in tool.reminders(state) if r.at < deadline), None)
+        until = reminder.at if reminder is not None else deadline
+        remaining = until - await ctx.time()
+        if remaining > 0:
+            message = message or promise.value()
+            match await restate.select(message=message, timeout=ctx.sleep(timedelta(seconds=remaining))):
+                case ["message", value]:
+                    raw = value
+                    break
+        elif reminder is None:
+            # Out of time, but a message that already arrived still counts.
+            raw = await promise.peek()
+            if raw is not None:
+                break
+        if reminder is not None:
+            await send_reminder(ctx, tool, state, reminder)
+            continue
+        if await reached_in_time(ctx, state.sku, tool.event, seq, deadline):
+            raw = await promise.value()  # the deliver that routed it has sent it on its way here
+            break
+        if not tool.escalation_due(state) or not await escalate(ctx, tool, state):
+            break
     ctx.clear("waiting")
     return raw
 
@@ -260,6 +279,29 @@ async def reached_in_time(ctx: WorkflowContext, sku: str, event: EventKind, seq:
 
     arrival = await ctx.object_call(arrival_of, sku, RoutedQuery(run_id=ctx.key(), event=event, seq=seq))
     return arrival.arrived_at is not None and arrival.arrived_at <= deadline
+
+
+async def escalate(ctx: WorkflowContext, tool: Wait[Any], state: State) -> bool:
+    """Hand the wait over (e.g. to the backup approver); False if that could not be done."""
+    try:
+        result = await step(ctx, f"escalate {tool.name}", tool.Escalation, tool.escalate, state, outside_world())
+    except TerminalError as e:
+        state.last_failure = f"could not escalate {tool.name}: {e.message}"
+        return False
+    tool.apply_escalation(state, result)
+    ctx.set("state", state)
+    return True
+
+
+async def send_reminder(ctx: WorkflowContext, tool: Wait[Any], state: State, reminder: Reminder) -> None:
+    name = f"remind {reminder.approver} {reminder.label}"
+    try:
+        sent = await step(ctx, name, ReminderSent, tool.remind, state, reminder, outside_world())
+    except TerminalError as e:
+        # Retries spent: noted, and not tried again, so a dead inbox cannot hold the wait up.
+        sent = ReminderSent(point=reminder.point, at=reminder.at, delivered=False, error=e.message)
+    tool.apply_reminder(state, sent)
+    ctx.set("state", state)
 
 
 class SecurityReport:

@@ -125,6 +125,7 @@ def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedO
         waits=settings().waits.overridden(record.waits),
         calendar=settings().calendar,
         origin=settings().clock.origin,
+        approval_policy=settings().approval_policy,
         memory=record.memory.brief(at, settings().day_seconds),
         decider_terms=decider_terms(),
         adopt=adopt,

@@ -32,6 +32,8 @@ from replenisher.timeline.model import Band, Decision, Invocation, Span, Timelin
 
 STEP = re.compile(r"^(?P<tool>[a-z_]+) (?P<turn>\d+)$")
 DELAY = re.compile(r"^before (?P<tool>[a-z_]+) (?P<turn>\d+)$")
+# Steps a wait takes while it waits: a reminder at a point of its window, an escalation at its end.
+DURING_WAIT = re.compile(r"^(?:remind \S+ \d+%|escalate [a-z_]+)$")
 WAIT_TOOL_FOR_EVENT = {t.event: t.name for t in TOOLS if isinstance(t, Wait)}
 UNREACHABLE_CODES = {"RT0010"}
 UNREACHABLE_WORDS = ("connection refused", "broken pipe", "stream closed", "connection reset", "trying to connect")
@@ -160,6 +162,15 @@ def _turns_from_journal(entries: list[JournalEntry]) -> tuple[dict[int, Turn], d
                 steps[entry.name] = span
                 if cid is not None:
                     waiting_on[cid] = (span, "run")
+            elif entry.kind == "Run" and DURING_WAIT.match(entry.name):
+                span = Span(kind="step", name=entry.name, start=entry.at)
+                turn(current).spans.append(span)
+                steps[entry.name] = span
+                if cid is not None:
+                    waiting_on[cid] = (span, "run")
+                if last_wait is not None and last_wait.ended_by == "timeout":
+                    # The timer that fired was the reminder's (or the first window's): still waiting.
+                    last_wait.end = last_wait.ended_by = last_wait.deadline = None
             elif entry.kind == "Sleep" and (m := DELAY.match(entry.name)):
                 span = Span(kind="delay", name=entry.name, start=entry.at, deadline=entry.wake_up_at)
                 turn(int(m["turn"]), m["tool"]).spans.append(span)

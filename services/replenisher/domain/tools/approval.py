@@ -2,8 +2,13 @@
 
 An approval binds supplier, quantity, unit price, quote and expiry of one PO, and comes
 only through the manager's channel carrying the one-time token issued with the request.
-Anything else is refused and recorded as a security event. A wait that times out fails
-closed: nothing is ordered.
+Anything else is refused and recorded as a security event.
+
+While the run waits, the approver is reminded at the policy's points of the window. When
+the window lapses the same wait escalates, once, to the backup approver: the same PO with a
+fresh window and a fresh one-time token, the first token void from then on. A rule, not a
+choice: no decider can skip it. Only when that window lapses too does the wait time out,
+and the run fails closed: nothing is ordered.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import time
 
 from pydantic import BaseModel
 
-from replenisher.domain.documents import ApprovalDecision, ApprovalRequest, Arrival
+from replenisher.domain.documents import ApprovalDecision, ApprovalReminder, ApprovalRequest, Arrival
+from replenisher.domain.escalation import Reminder, ReminderSent
 from replenisher.domain.ports import World
 from replenisher.domain.state import Approval, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
@@ -28,6 +34,11 @@ endpoint, or an operator tool (CLI, console) on the internal ingress. Both still
 def same_token(given: str, issued: str) -> bool:
     """Constant-time, and for any string: `compare_digest` refuses non-ASCII `str`, bytes it takes."""
     return secrets.compare_digest(given.encode("utf-8", "surrogatepass"), issued.encode("utf-8", "surrogatepass"))
+
+
+class Escalated(BaseModel):
+    request: ApprovalRequest
+    at: float
 
 
 class ApprovalRequested(BaseModel):
@@ -80,6 +91,7 @@ class WaitForApproval(Wait[ApprovalDecision]):
     description = "Wait for the manager's decision on the price, until the approval deadline."
     event = "approval"
     Payload = ApprovalDecision
+    Escalation = Escalated
 
     def allowed(self, state: State) -> bool:
         return open_for_buying(state) and state.approval is not None and state.approval.status == "pending"
@@ -87,6 +99,52 @@ class WaitForApproval(Wait[ApprovalDecision]):
     def deadline(self, state: State) -> float:
         assert state.approval is not None
         return state.after(state.approval.requested_at, state.waits.approval)
+
+    def reminders(self, state: State) -> list[Reminder]:
+        approval = state.approval
+        assert approval is not None
+        return [
+            Reminder(
+                point=point,
+                at=state.after(approval.requested_at, point * state.waits.approval),
+                approver=approval.approver,
+                po_number=approval.request.po_number,
+            )
+            for point in state.approval_policy.reminders
+            if point not in approval.reminded
+        ]
+
+    async def remind(self, state: State, reminder: Reminder, world: World) -> ReminderSent:
+        approval = state.approval
+        assert approval is not None
+        decide_by = self.deadline(state)
+        due = state.clock.due(decide_by, reminder.at)
+        text = (
+            f"Reminder: purchase order {reminder.po_number} ({approval.request.quantity} x {state.sku} at "
+            f"{approval.request.unit_price:.2f} from {approval.request.supplier}) still waits for your decision; "
+            f"without one by {due} "
+            + ("it goes to the backup approver." if escalates(state) else "nothing will be ordered.")
+        )
+        await world.manager.remind(
+            ApprovalReminder(
+                po_number=reminder.po_number,
+                sku=state.sku,
+                run_id=state.run_id,
+                approver=reminder.approver,
+                point=reminder.point,
+                decide_by=decide_by,
+                text=text,
+            ),
+            reminder.key,
+        )
+        return ReminderSent(point=reminder.point, at=time.time())
+
+    def apply_reminder(self, state: State, sent: ReminderSent) -> None:
+        assert state.approval is not None
+        if sent.point not in state.approval.reminded:
+            state.approval.reminded.append(sent.point)
+        if not sent.delivered:
+            state.last_failure = f"reminder at {round(sent.point * 100)}% not delivered: {sent.error}"
 
     def refusal(self, state: State, payload: ApprovalDecision, arrival: Arrival) -> str | None:
         assert state.approval is not None
@@ -103,7 +161,7 @@ class WaitForApproval(Wait[ApprovalDecision]):
         assert approval is not None
         if payload is None:
             approval.status = "timed_out"
-            return "no decision in time: nothing will be ordered on this request"
+            return f"no decision in time{self._story(approval)}: nothing will be ordered on this request"
         arrival = arrival or Arrival()
         refused = self.refusal(state, payload, arrival)
         if refused is not None:
@@ -125,4 +183,43 @@ class WaitForApproval(Wait[ApprovalDecision]):
             return f"approved only up to {up_to:.2f}, below the price {request.unit_price:.2f}"
         approval.status = "approved"
         approval.approved_up_to = up_to
-        return f"approved up to {up_to:.2f}"
+        return f"approved up to {up_to:.2f}{self._story(approval)}"
+
+    @staticmethod
+    def _story(approval: Approval) -> str:
+        """What happened during the wait besides the decision: reminders, an escalation."""
+        parts = []
+        if approval.reminded:
+            parts.append("reminded at " + ", ".join(f"{round(p * 100)}%" for p in approval.reminded))
+        if approval.escalated_at is not None:
+            parts.append(f"escalated to {approval.approver}")
+        return f" ({'; '.join(parts)})" if parts else ""
+
+    def escalation_due(self, state: State) -> bool:
+        return escalates(state)
+
+    async def escalate(self, state: State, world: World) -> Escalated:
+        assert state.approval is not None and state.approval_policy.backup_approver is not None
+        # Drawn inside the journaled step: a replay reads the same token back, never a new one.
+        request = state.approval.request.model_copy(
+            update={"token": secrets.token_urlsafe(24), "approver": state.approval_policy.backup_approver}
+        )
+        await world.manager.request_approval(request)
+        return Escalated(request=request, at=time.time())
+
+    def apply_escalation(self, state: State, result: Escalated) -> None:
+        """The backup approver's request replaces the first: its token is the only one that counts now."""
+        approval = state.approval
+        assert approval is not None
+        approval.request = result.request
+        approval.requested_at = result.at
+        approval.approver = result.request.approver
+        approval.reminded = []
+        approval.escalated_at = result.at
+        state.approval_token = result.request.token
+
+
+def escalates(state: State) -> bool:
+    """A lapse of the current request goes to the backup approver (once), rather than failing closed."""
+    backup = state.approval_policy.backup_approver
+    return backup is not None and state.approval is not None and state.approval.escalated_at is None

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from replenisher.domain.documents import Arrival, Document, EventKind
+from replenisher.domain.escalation import Reminder, ReminderSent
 from replenisher.domain.ports import World
 from replenisher.domain.state import State
 from replenisher.domain.tools.limits import MAX_STATUS_CHECKS
@@ -73,6 +74,28 @@ class Wait(Tool[NoArgs], Generic[P]):
     Args = NoArgs
 
     def deadline(self, state: State) -> float:
+        raise NotImplementedError
+
+    def reminders(self, state: State) -> list[Reminder]:
+        """Reminders still to send during this wait, earliest first (each one once, from a durable timer)."""
+        return []
+
+    async def remind(self, state: State, reminder: Reminder, world: World) -> ReminderSent:
+        raise NotImplementedError
+
+    def apply_reminder(self, state: State, sent: ReminderSent) -> None:
+        """Record a reminder as done (sent, or given up after retries), so it is never sent again."""
+
+    Escalation: type[BaseModel] = NoArgs
+
+    def escalation_due(self, state: State) -> bool:
+        """At the deadline: hand the wait to someone else (a fresh deadline) instead of timing out."""
+        return False
+
+    async def escalate(self, state: State, world: World) -> Any:
+        raise NotImplementedError
+
+    def apply_escalation(self, state: State, result: Any) -> None:
         raise NotImplementedError
 
     def refusal(self, state: State, payload: P, arrival: Arrival) -> str | None:

@@ -1,0 +1,99 @@
+"""Approval reminders and escalation to the backup approver, through the real stack.
+
+Judged from the world's records: the manager's inbox (requests, who was asked, reminders
+kept once per key however often they were posted) and the supplier's orders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from e2e.scenario import Scenario, ok
+from support import CRASH_POINTS, RegisteredService, eventually
+
+pytestmark = pytest.mark.e2e
+
+BACKUP = "backup-approver"
+# Long enough for a crash and restart to fit in the first window and for the test to act
+# in the backup's; reminders fall half-way and at 90% of each.
+WINDOW_DAYS = 40
+
+
+async def reminders(scenario: Scenario, po_number: str) -> list[dict[str, Any]]:
+    return ok(await scenario.world.get("/manager/reminders", params={"po_number": po_number}))["reminders"]
+
+
+async def test_a_reminder_is_sent_once_across_a_crash_and_the_backup_approves_after_the_first_token_is_void(
+    scenario: Scenario, service: RegisteredService
+) -> None:
+    await scenario.setup()
+    await scenario.configure(approval=WINDOW_DAYS)
+    run_id = f"replenish-{scenario.sku}-1"
+    # The service dies right after the world took the half-way reminder, before the step
+    # that sent it was journaled: the retry after the restart posts it again.
+    with CRASH_POINTS.open("a") as f:
+        f.write(json.dumps({"scope": run_id, "step": "remind", "phase": "after"}) + "\n")
+    assert (await scenario.check())["started"] == run_id
+    first = await scenario.pending_approval()
+    po = first["po_number"]
+
+    await eventually(lambda: not service.running, timeout=60, what="the service to die at the reminder")
+    await asyncio.to_thread(service.restart)
+
+    async def both_reminded() -> list[dict[str, Any]] | None:
+        mine = [r for r in await reminders(scenario, po) if r["reminder"]["approver"] == "manager"]
+        return mine if len(mine) == 2 else None
+
+    sent = await eventually(both_reminded, timeout=60, what="both reminders to the manager")
+    by_point = {r["reminder"]["point"]: r for r in sent}
+    assert sorted(by_point) == [0.5, 0.9]
+    # The crash made the half-way reminder go out twice on the wire (positive control) and
+    # the manager still has it once; the 90% one was posted once.
+    assert by_point[0.5]["posts"] == 2 and by_point[0.9]["posts"] == 1
+    assert all("token" not in json.dumps(r["reminder"]) for r in sent)
+
+    # The window lapses: the same PO goes to the backup approver with a fresh token.
+    async def escalated() -> dict[str, Any] | None:
+        requests = await scenario.approval_requests()
+        return next((r for r in requests if r["request"]["approver"] == BACKUP), None)
+
+    backup = (await eventually(escalated, timeout=60, what="the escalation to the backup approver"))["request"]
+    assert backup["po_number"] == po and backup["token"] != first["token"]
+    assert (backup["unit_price"], backup["quantity"], backup["supplier"]) == (
+        first["unit_price"],
+        first["quantity"],
+        first["supplier"],
+    )
+    view = await scenario.waiting_for(run_id, "wait_for_approval")
+    assert view["state"]["approval"]["approver"] == BACKUP
+    assert view["state"]["approval"]["request"]["token"] == "<withheld>"
+
+    # The first approver answers late with the first token: refused, nothing ordered.
+    late = {"po_number": po, "token": first["token"], "approved": True, "up_to": first["unit_price"], "by": "manager"}
+    ok(await scenario.deliver("approval", late))
+
+    async def refused() -> list[str] | None:
+        view = await scenario.run_view(run_id)
+        events = [e for e in view["state"]["security_events"] if "token or PO does not match" in e]
+        return events or None
+
+    assert await eventually(refused, timeout=30, what="the late first token to be refused")
+    assert await scenario.orders() == []
+    still = await scenario.run_view(run_id)
+    assert still["waiting"] and still["waiting"]["tool"] == "wait_for_approval"
+
+    # The backup approver decides through the manager's inbox: that one counts.
+    await scenario.decide(po, approved=True)
+    outcome = await scenario.outcome(run_id, within=60)
+    assert outcome["outcome"] == "received"
+    orders = await scenario.orders()
+    assert [o["po_number"] for o in orders] == [po]
+    final = await scenario.run_view(run_id)
+    approval = final["state"]["approval"]
+    assert approval["status"] == "approved" and approval["approver"] == BACKUP
+    wait = next(t for t in final["state"]["history"] if t["tool"] == "wait_for_approval")
+    assert "escalated to backup-approver" in wait["summary"]
