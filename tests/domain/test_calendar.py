@@ -248,3 +248,24 @@ def test_the_goods_deadline_counts_from_the_suppliers_stated_delivery_on_the_cal
     # A second overdue wait doubles the grace, still in business days.
     state.goods_overdue_count = 1
     assert on_calendar(state, WaitForGoods().deadline(state)) == "Fri 2026-12-11 15:00"
+
+
+def test_the_skus_reconciliation_backoff_counts_business_days_on_the_calendar() -> None:
+    from domain.test_tools import ordered
+    from replenisher.domain.outcomes import result_of
+    from replenisher.domain.sku import SkuRecord
+
+    clock = CalendarClock(calendar=BusinessCalendar(), day_seconds=DAY_SECONDS, origin=CLOCK_ORIGIN)
+    record = SkuRecord(sku="SKU-1")
+    run = record.consider(stock(), T0)
+    assert run is not None
+    state = ordered()
+    state.run_id, state.order_status = run.run_id, "unknown"
+    record.finish(result_of(state, T0))
+    delays = [record.next_reconcile(T0, 1.0, DAY_SECONDS, clock) for _ in range(3)]
+    # From Friday 15:00: at once, then one business day (Monday), then two (Tuesday).
+    assert [clock.date_of(T0 + d) for d in delays] == [
+        "Fri 2026-12-04 15:00",
+        "Mon 2026-12-07 15:00",
+        "Tue 2026-12-08 15:00",
+    ]
