@@ -241,26 +241,34 @@ async def next_message(ctx: WorkflowContext, tool: Wait[Any], state: State, seq:
     while True:
         deadline = tool.deadline(state)
         ctx.set("waiting", CurrentWait(tool=tool.name, event=tool.event, seq=seq, deadline=deadline, clock=state.clock))
-        reminder = next((r for r in tool.reminders(state) if r.at < deadline), None)
+        now = await ctx.time()
+        # Past the deadline (the service was down through it) a reminder is moot.
+        reminder = next((r for r in tool.reminders(state) if r.at < deadline), None) if now < deadline else None
         until = reminder.at if reminder is not None else deadline
-        remaining = until - await ctx.time()
+        remaining = until - now
+        late = False
         if remaining > 0:
             message = message or promise.value()
             match await restate.select(message=message, timeout=ctx.sleep(timedelta(seconds=remaining))):
                 case ["message", value]:
-                    raw = value
-                    break
+                    # Taken while a reminder's timer ran, after a downtime that outlasted the
+                    # deadline too, it counts only if it reached the SKU by the deadline.
+                    if await ctx.time() <= deadline or await reached_in_time(ctx, state.sku, tool.event, seq, deadline):
+                        raw = value
+                        break
+                    late = True
         elif reminder is None:
             # Out of time, but a message that already arrived still counts.
             raw = await promise.peek()
             if raw is not None:
                 break
-        if reminder is not None:
+        if reminder is not None and not late:
             await send_reminder(ctx, tool, state, reminder)
             continue
-        if await reached_in_time(ctx, state.sku, tool.event, seq, deadline):
+        if not late and await reached_in_time(ctx, state.sku, tool.event, seq, deadline):
             raw = await promise.value()  # the deliver that routed it has sent it on its way here
             break
+        # The deadline passed: escalate (a late message is then judged against the new terms), or time out.
         if not tool.escalation_due(state) or not await escalate(ctx, tool, state):
             break
     ctx.clear("waiting")
