@@ -238,6 +238,7 @@ async def next_message(ctx: WorkflowContext, tool: Wait[Any], state: State, seq:
     promise = ctx.promise(message_promise(tool.event, seq), serde=BytesSerde())
     message = None
     raw: bytes | None = None
+    first = True
     while True:
         deadline = tool.deadline(state)
         ctx.set("waiting", CurrentWait(tool=tool.name, event=tool.event, seq=seq, deadline=deadline, clock=state.clock))
@@ -258,10 +259,14 @@ async def next_message(ctx: WorkflowContext, tool: Wait[Any], state: State, seq:
                         break
                     late = True
         elif reminder is None:
-            # Out of time, but a message that already arrived still counts.
+            # Out of time, but a message that already arrived still counts: on a wait that
+            # began past its deadline, or one that reached the SKU by the deadline.
             raw = await promise.peek()
             if raw is not None:
-                break
+                if first or await reached_in_time(ctx, state.sku, tool.event, seq, deadline):
+                    break
+                raw, late = None, True
+        first = False
         if reminder is not None and not late:
             await send_reminder(ctx, tool, state, reminder)
             continue
