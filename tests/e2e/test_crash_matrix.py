@@ -185,6 +185,9 @@ PATHS = {
         "cancel",
         [("run", "cancel_purchase_order")],
         "cancelled",
+        # The manager never answers: the request is escalated to the backup approver, who
+        # never answers either, so two requests for the one PO, each exactly once.
+        approvals=2,
         orders=0,
         tools=lambda t: t[-2:] == ["cancel_purchase_order", "done"],
     ),
