@@ -44,9 +44,9 @@ from tests.decider.scripted_model import untrusted_blocks
 from tests.injection.attacks import ATTACKS, RealAttack
 from tests.injection.controls import CONTROLS, Control
 from tests.injection.detectors import Records, disruptions, gated_actions, records, settings_of
-from tests.injection.realstack import KINDS, DeciderKind, Stack, model_api, stack
+from tests.injection.realstack import KINDS, SUITE_WAITS, DeciderKind, Stack, model_api, stack
 from tests.injection.target import ON_HAND, Target, names, ok
-from tests.support import eventually
+from tests.support import TEST_DAY_SECONDS, eventually
 
 from replenisher.stack.admin import Admin
 
@@ -55,7 +55,11 @@ TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 # (four model calls a turn) can take minutes. Past RUN_SECONDS the attack is judged as it stands,
 # and the run gets WEDGE_SECONDS more to end before its SKU counts as wedged.
 RUN_SECONDS = float(os.environ.get("INJECTION_RUN_SECONDS", "180"))
-WEDGE_SECONDS = float(os.environ.get("INJECTION_WEDGE_SECONDS", "120"))
+# A run an attack left waiting for an answer that never comes is not wedged until its waits have
+# lapsed: the approval window twice (the manager's, then the backup approver's after escalation),
+# counted on the calendar, where a weekend adds two days to every five business days.
+_LONGEST_WAIT = 2 * float(SUITE_WAITS["REPLENISHER_APPROVAL_WAIT_DAYS"]) * TEST_DAY_SECONDS * 7 / 5
+WEDGE_SECONDS = float(os.environ.get("INJECTION_WEDGE_SECONDS", str(round(_LONGEST_WAIT + 60))))
 CONCURRENCY = int(os.environ.get("INJECTION_CONCURRENCY", "12"))
 POLL = 0.3
 STUCK = ("backing-off", "paused")
