@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 
-from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, load_calendar, utc_instant
+from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, Instant, load_calendar
 from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.waits import WaitDays
 
@@ -41,7 +41,7 @@ class Settings(BaseModel):
     approval_reminders: tuple[float, ...] = ApprovalPolicy().reminders
     backup_approver: str | None = ApprovalPolicy().backup_approver
     clock_wall_origin: float | None = None
-    clock_calendar_origin: float | None = None
+    clock_calendar_origin: Instant | None = None
     check_interval_days: float = Field(default=1.0, gt=0)
     rest_after_failure_days: float = Field(default=5.0, ge=0)
     decider: Literal["offline", "claude"] = "offline"
@@ -83,16 +83,6 @@ class Settings(BaseModel):
     @property
     def approval_policy(self) -> ApprovalPolicy:
         return ApprovalPolicy(reminders=self.approval_reminders, backup_approver=self.backup_approver)
-
-    @field_validator("clock_calendar_origin", mode="before")
-    @classmethod
-    def _instant(cls, value: object) -> object:
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                return utc_instant(value)
-        return value
 
     @field_validator("identity_keys", mode="before")
     @classmethod

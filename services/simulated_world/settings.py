@@ -6,9 +6,9 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
 
-from replenisher.domain.calendar import utc_instant
+from replenisher.domain.calendar import Instant
 from simulated_world.catalogue import CatalogueName
 
 
@@ -33,18 +33,8 @@ class WorldSettings(BaseModel):
 
     clock_wall_origin: float | None = None
     """With `clock_calendar_origin`: the instant shared with the replenisher so both agree on the date."""
-    clock_calendar_origin: float | None = None
-
-    @field_validator("clock_calendar_origin", mode="before")
-    @classmethod
-    def _instant(cls, value: object) -> object:
-        # The replenisher's setting accepts an ISO date-time too; the world reads it the same way.
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                return utc_instant(value)
-        return value
+    # An ISO date-time too, read the same way as the replenisher's setting.
+    clock_calendar_origin: Instant | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> WorldSettings:

@@ -20,10 +20,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 DAY = 86_400.0
 Weekday = Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
@@ -252,3 +252,16 @@ def utc_instant(text: str) -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
+
+
+def _seconds_or_iso(value: object) -> object:
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return utc_instant(value)
+    return value
+
+
+Instant = Annotated[float, BeforeValidator(_seconds_or_iso)]
+"""A setting naming an instant: epoch seconds, or an ISO date-time (UTC without an offset)."""
