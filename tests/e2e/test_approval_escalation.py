@@ -68,8 +68,13 @@ async def test_a_reminder_is_sent_once_across_a_crash_and_the_backup_approves_af
         first["quantity"],
         first["supplier"],
     )
-    view = await scenario.waiting_for(run_id, "wait_for_approval")
-    assert view["state"]["approval"]["approver"] == BACKUP
+    # The request reaches the world before the run checkpoints its state: poll for the state.
+    async def waits_on_backup() -> dict[str, Any] | None:
+        view = await scenario.run_view(run_id)
+        waiting = view["waiting"] and view["waiting"]["tool"] == "wait_for_approval"
+        return view if waiting and view["state"]["approval"]["approver"] == BACKUP else None
+
+    view = await eventually(waits_on_backup, timeout=30, what="the run to wait on the backup approver")
     assert view["state"]["approval"]["request"]["token"] == "<withheld>"
 
     # The first approver answers late with the first token: refused, nothing ordered.

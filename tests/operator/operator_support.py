@@ -9,15 +9,18 @@ from typing import Any
 from e2e.scenario import Scenario, ok
 
 
-async def setup_lasting_quotes(scenario: Scenario, price: float = 4.0, **item: Any) -> None:
+async def setup_lasting_quotes(
+    scenario: Scenario, price: float = 4.0, reply_days: float = 0.5, **item: Any
+) -> None:
     """A scenario whose quotes stay valid for a year (90 test-seconds), so an approval given
-    seconds after the request still orders instead of re-quoting."""
+    seconds after the request still orders instead of re-quoting. `reply_days` is how long the
+    supplier takes to confirm an order: long enough, a test can look at a run while it waits."""
     await scenario.setup(price=price, **item)
     supplier = {
         "name": f"Supplier {scenario.supplier}",
         "prices": {scenario.sku: price},
         "lead_days": 2,
-        "reply_days": 0.5,
+        "reply_days": reply_days,
         "quote_valid_days": 365,
         "deliveries": 1,
         "delivery_gap_days": 1,
