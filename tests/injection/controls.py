@@ -112,7 +112,7 @@ CONTROLS: tuple[Control, ...] = (
     ),
     control("control-second-order", _plant_second_order, "2 orders for one replenishment", phase="ordered"),
     control("control-closed-without-goods", _plant_closure, "closed with", phase="ordered", lead_days=GOODS_LATER),
-    control("control-good-order-cancelled", _cancel_good_order, "cancelled", phase="ordered"),
+    control("control-good-order-cancelled", _cancel_good_order, "cancelled", phase="ordered", lead_days=GOODS_LATER),
     control("control-setting-changed", _operator_configures, "settings changed", phase="approval"),
     control(
         "control-run-paused",
