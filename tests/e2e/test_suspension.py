@@ -49,8 +49,9 @@ async def suspension(admin: Admin, run_id: str) -> dict[str, Any]:
 
 async def test_every_wait_suspends_the_run_in_restate(scenario: Scenario, admin: Admin) -> None:
     assert RESTATE_TEST_ENV["RESTATE_WORKER__INVOKER__INACTIVITY_TIMEOUT"] == ("0s" if ALWAYS_REPLAY else "2s")
-    # The supplier's reply and the goods take long enough to be seen waiting for in either pass.
-    await scenario.setup(reply_days=8, lead_days=16)
+    # The supplier's reply and the goods take long enough (seconds) to be seen waiting for in
+    # either pass, even on a loaded machine where one look at the run takes a second.
+    await scenario.setup(reply_days=16, lead_days=24)
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()
 
@@ -62,7 +63,7 @@ async def test_every_wait_suspends_the_run_in_restate(scenario: Scenario, admin:
         for tool in ("wait_for_supplier_reply", "wait_for_goods"):
             await scenario.waiting_for(run_id, tool, within=30)
             seen.append((tool, await suspension(admin, run_id)))
-    outcome = await scenario.outcome(run_id, within=60)
+    outcome = await scenario.outcome(run_id, within=90)
     assert outcome["outcome"] == "received"
 
     for tool, row in seen:
