@@ -16,6 +16,7 @@ from restate import WorkflowContext, WorkflowSharedContext
 
 from bench.peers.gateway import process_stats
 from bench.peers.shape import decide_turn, woke_at
+from replenisher.durable.archive import run_archive
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
 
@@ -50,7 +51,7 @@ async def approve(ctx: WorkflowSharedContext, payload: dict[str, Any]) -> None:
     await ctx.promise("approval", type_hint=dict).resolve(payload)
 
 
-service = restate.app(services=[sku_agent, replenish, bench_run])
+service = restate.app(services=[sku_agent, replenish, run_archive, bench_run])
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -3,8 +3,9 @@
 import restate
 
 from replenisher.config import settings
+from replenisher.durable.archive import run_archive
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
 
 # With REPLENISHER_IDENTITY_KEYS set, a request not signed by one of those Restate servers gets 401.
-app = restate.app(services=[sku_agent, replenish], identity_keys=list(settings().identity_keys))
+app = restate.app(services=[sku_agent, replenish, run_archive], identity_keys=list(settings().identity_keys))

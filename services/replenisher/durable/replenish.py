@@ -20,6 +20,7 @@ from restate.exceptions import TerminalError
 from restate.serde import BytesSerde
 
 from replenisher.config import settings
+from replenisher.domain.archive import RunArchive, TurnBuilder
 from replenisher.domain.calendar import BusinessCalendar, CalendarClock, ClockOrigin
 from replenisher.domain.decisions import DeciderTerms, Decision
 from replenisher.domain.documents import (
@@ -40,6 +41,7 @@ from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME, Call, Done, Tool, Wai
 from replenisher.domain.tools.limits import MAX_TURNS
 from replenisher.domain.turns import decide_turn
 from replenisher.domain.waits import WaitDays
+from replenisher.durable.archive import send_begin, send_finish, send_turn
 from replenisher.durable.deciders import current_decider, journaled_ask
 from replenisher.durable.steps import outside_world, step
 from replenisher.durable.stored import load_stored
@@ -129,11 +131,12 @@ def message_promise(event: str, seq: int) -> str:
 # could start a SKU's next run with its own request, or fill a run's message slots first.
 @validated(replenish.main, ingress_private=True)
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
+    started_at = await ctx.time()
     state = State.start(
         ctx.key(),
         request.stock,
         request.day_seconds,
-        await ctx.time(),
+        started_at,
         request.waits,
         calendar=request.calendar,
         origin=request.origin,
@@ -143,6 +146,17 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
     if request.adopt is not None:
         state.adopt(request.adopt.po, request.adopt.ack, request.adopt.from_run, request.adopt.progress)
     report = SecurityReport()
+    # Kept past the journal's retention, for `replenisher replay`.
+    send_begin(
+        ctx,
+        RunArchive(
+            run_id=ctx.key(),
+            sku=state.sku,
+            started_at=started_at,
+            code=CODE,
+            request=request.model_dump(mode="json"),
+        ),
+    )
     try:
         for turn in range(MAX_TURNS):
             # The rules that depend on time (a quote's validity) read this journaled clock.
@@ -151,14 +165,17 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
             if not allowed:
                 break
             tool, args, decision = await decide(ctx, turn, state, allowed, request.decider_terms)
+            archived = TurnBuilder(turn, state.now, [t.name for t in allowed], decision)
             if isinstance(tool, Done):
                 state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, code=CODE))
+                send_turn(ctx, archived.done(None))
                 break
             if isinstance(tool, Wait):
-                summary = await wait(ctx, tool, state, report)
+                summary = await wait(ctx, tool, state, report, archived)
             else:
                 assert isinstance(tool, Call)
-                summary = await call(ctx, turn, tool, args, state)
+                summary = await call(ctx, turn, tool, args, state, archived)
+            send_turn(ctx, archived.done(summary))
             state.history.append(
                 TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary, code=CODE)
             )
@@ -168,6 +185,7 @@ async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
         # A bug or a refused journal entry must still end in a true outcome, never a silent stop.
         state.last_failure = f"run stopped: {e.message}"
     result = result_of(state, await ctx.time())
+    send_finish(ctx, result.outcome, result.ended_at)
     ctx.set("state", state)
     report.send(ctx, state)
     report_outcome(ctx, result)
@@ -184,19 +202,26 @@ async def decide(
     return tool, tool.parse_args(decision.args), decision
 
 
-async def call(ctx: WorkflowContext, turn: int, tool: Call[Any, Any], args: Any, state: State) -> str:
+async def call(
+    ctx: WorkflowContext, turn: int, tool: Call[Any, Any], args: Any, state: State, archived: TurnBuilder
+) -> str:
     delay = tool.delay_days(state)
     if delay > 0:
         now = await ctx.time()
         await ctx.sleep(timedelta(seconds=state.after(now, delay) - now), name=f"before {tool.name} {turn}")
+    name = f"{tool.name} {turn}"
     try:
-        result = await step(ctx, f"{tool.name} {turn}", tool.Result, tool.execute, state, args, outside_world())
+        result = await step(ctx, name, tool.Result, tool.execute, state, args, outside_world())
     except TerminalError as e:
+        archived.step(name, failure=e.message)
         return tool.apply_failure(state, args, e.message)
+    archived.step(name, result)
     return tool.apply(state, args, result)
 
 
-async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: SecurityReport) -> str:
+async def wait(
+    ctx: WorkflowContext, tool: Wait[Any], state: State, report: SecurityReport, archived: TurnBuilder
+) -> str:
     """The next message of the tool's kind that counts, or its deadline, whichever comes first.
 
     A message that does not parse, or that the tool's rules refuse (wrong sender, token,
@@ -205,8 +230,9 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: Secu
     """
     while True:
         seq = state.next_message_number(tool.event)
-        raw = await next_message(ctx, tool, state, seq)
+        raw = await next_message(ctx, tool, state, seq, archived)
         if raw is None:
+            archived.deadline(tool.event)
             return tool.apply(state, None)
         state.mark_consumed(tool.event)
         try:
@@ -219,14 +245,19 @@ async def wait(ctx: WorkflowContext, tool: Wait[Any], state: State, report: Secu
         else:
             refused = tool.refusal(state, payload, envelope.arrival)
             if refused is None:
-                return tool.apply(state, payload, envelope.arrival)
+                arrival = envelope.arrival
+                archived.message(tool.event, seq, payload, arrival.sender, arrival.at)
+                return tool.apply(state, payload, arrival)
+        archived.refused(tool.event, seq, refused)
         # Seen now, in the run's view and on the SKU's record, not when the wait ends.
         state.record_security_event(refused)
         ctx.set("state", state)
         report.send(ctx, state)
 
 
-async def next_message(ctx: WorkflowContext, tool: Wait[Any], state: State, seq: int) -> bytes | None:
+async def next_message(
+    ctx: WorkflowContext, tool: Wait[Any], state: State, seq: int, archived: TurnBuilder
+) -> bytes | None:
     """The raw bytes of the `seq`-th message, or None at the deadline: parsed by the caller,
     so that no value anyone resolved the promise with can fail the run in the SDK's serde.
 
@@ -268,13 +299,13 @@ async def next_message(ctx: WorkflowContext, tool: Wait[Any], state: State, seq:
                 raw, late = None, True
         first = False
         if reminder is not None and not late:
-            await send_reminder(ctx, tool, state, reminder)
+            await send_reminder(ctx, tool, state, reminder, archived)
             continue
         if not late and await reached_in_time(ctx, state.sku, tool.event, seq, deadline):
             raw = await promise.value()  # the deliver that routed it has sent it on its way here
             break
         # The deadline passed: escalate (a late message is then judged against the new terms), or time out.
-        if not tool.escalation_due(state) or not await escalate(ctx, tool, state):
+        if not tool.escalation_due(state) or not await escalate(ctx, tool, state, archived):
             break
     ctx.clear("waiting")
     return raw
@@ -294,25 +325,30 @@ async def reached_in_time(ctx: WorkflowContext, sku: str, event: EventKind, seq:
     return arrival.arrived_at is not None and arrival.arrived_at <= deadline
 
 
-async def escalate(ctx: WorkflowContext, tool: Wait[Any], state: State) -> bool:
+async def escalate(ctx: WorkflowContext, tool: Wait[Any], state: State, archived: TurnBuilder) -> bool:
     """Hand the wait over (e.g. to the backup approver); False if that could not be done."""
     try:
         result = await step(ctx, f"escalate {tool.name}", tool.Escalation, tool.escalate, state, outside_world())
     except TerminalError as e:
         state.last_failure = f"could not escalate {tool.name}: {e.message}"
+        archived.escalation_failed(tool.event, state.last_failure)
         return False
+    archived.escalation(tool.event, result)
     tool.apply_escalation(state, result)
     ctx.set("state", state)
     return True
 
 
-async def send_reminder(ctx: WorkflowContext, tool: Wait[Any], state: State, reminder: Reminder) -> None:
+async def send_reminder(
+    ctx: WorkflowContext, tool: Wait[Any], state: State, reminder: Reminder, archived: TurnBuilder
+) -> None:
     name = f"remind {reminder.approver} {reminder.label}"
     try:
         sent = await step(ctx, name, ReminderSent, tool.remind, state, reminder, outside_world())
     except TerminalError as e:
         # Retries spent: noted, and not tried again, so a dead inbox cannot hold the wait up.
         sent = ReminderSent(point=reminder.point, at=reminder.at, delivered=False, error=e.message)
+    archived.reminder(tool.event, sent)
     tool.apply_reminder(state, sent)
     ctx.set("state", state)
 
