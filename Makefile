@@ -10,6 +10,8 @@
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
 #   make injection    the adversarial suite on three real stacks (about 12 min on a loaded 2-core machine); ends with
 #                     `injection: attacks=N real_stack=N asr_policy=0 asr_claude=0 asr_compromised=0 wedged=0`
+#   make evals        recorded real runs replayed against the offline policy and Claude (stand-in API); ends with
+#                     `replay: runs=N turns=T agree=A diverged=D outside_calls=0`
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same in under five minutes, smaller sizes; both write bench/results/
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
@@ -28,7 +30,7 @@ REPLAY ?= 1
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate test-deps demo test soak injection up down restart-service status console lint clean bench bench-quick bench-setup \
+.PHONY: setup restate test-deps demo test soak injection evals up down restart-service status console lint clean bench bench-quick bench-setup \
 	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
@@ -87,6 +89,12 @@ lambda-test: setup
 INJECTION_ARGS ?=
 injection: setup
 	$(BIN)/python -m tests.injection.suite $(INJECTION_ARGS)
+
+# The corpus of real runs (tests/fixtures/runs, recorded by scripts/record_runs.py) replayed against
+# the offline policy (it must agree on every turn) and the Claude decider over the stand-in API.
+# Ends with `replay: runs=N turns=T agree=A diverged=D outside_calls=0`.
+evals: setup
+	$(BIN)/python -m tests.replay.evals
 
 # The chaos soak: SOAK_RUNS replenishments (and at least 20 faults) under random damage, then an
 # audit against the world's records. make soak SOAK_RUNS=1000 for the long one.

@@ -53,6 +53,7 @@ commands people use daily:
   deliver SKU EVENT JSON     send a message to a SKU's address (approval, supplier-reply, goods)
   check / watch / unwatch    read stock now / on a durable timer / stop the timer
   console                    the manager's web console (approval inbox, SKUs, timelines)
+  replay RUN|FILE [--all]    re-decide recorded runs with a decider, from their archives (never the world)
   up / down / demo           the local stack, and the demo
 """
 
@@ -596,6 +597,10 @@ def parser() -> argparse.ArgumentParser:
         if name == "watch":
             cmd.add_argument("--every", type=float, metavar="DAYS", help="business days between checks")
 
+    from replenisher.replay.command import add_parser as add_replay
+
+    add_replay(sub, common)
+
     console = sub.add_parser("console", parents=[common], help="serve the manager's web console")
     console.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: keep it private)")
     console.add_argument(
@@ -647,6 +652,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         return stack_main([args.command])
     if args.command == "console":
         return run_console(args)
+    if args.command == "replay":
+        from replenisher.replay.command import run as run_replay
+
+        return run_replay(args, admin_url(args))
     try:
         return asyncio.run(run_client_command(args))
     except Unreachable as e:

@@ -1,0 +1,80 @@
+"""A real run's archive, and its replay judged from the world's call log: the replay calls nothing.
+
+Positive control: the run itself shows up in the same log (calls about its SKU and supplier),
+so a replay that did call the world would be seen there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import pytest
+
+from e2e.scenario import Scenario
+from replenisher.domain.archive import ARCHIVE_SCHEMA_VERSION, MAX_ARCHIVE_BYTES, RunArchive
+from replenisher.stack.admin import Admin
+from support import HAPPY_PATH, eventually
+
+pytestmark = pytest.mark.e2e
+
+
+async def world_calls(scenario: Scenario) -> list[dict[str, Any]]:
+    by_sku = (await scenario.world.get("/admin/calls", params={"sku": scenario.sku})).json()["calls"]
+    return by_sku + await scenario.calls()
+
+
+async def replay_cli(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "replenisher.cli",
+        "replay",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_a_real_run_is_archived_and_its_replay_calls_nothing_in_the_world(
+    scenario: Scenario, admin: Admin
+) -> None:
+    await scenario.setup(on_hand=5, safety_stock=20, target_stock=100, price=4.0)
+    before_run = await world_calls(scenario)
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    await scenario.decide(request["po_number"], approved=True, up_to=4.0)
+    assert (await scenario.outcome(run_id))["outcome"] == "received"
+
+    async def archived() -> RunArchive | None:
+        query = f"SELECT value_utf8 FROM state WHERE service_name = 'RunArchive' AND service_key = '{run_id}'"
+        rows = await admin.asql(query)
+        archive = RunArchive.model_validate_json(rows[0]["value_utf8"]) if rows else None
+        return archive if archive is not None and archive.outcome is not None else None
+
+    archive = await eventually(archived, timeout=30, what=f"{run_id}'s archive to be complete")
+    assert archive.schema_version == ARCHIVE_SCHEMA_VERSION and archive.outcome == "received"
+    assert [t.decision.tool for t in archive.turns] == HAPPY_PATH
+    assert archive.turns[0].allowed == ["get_quotes"]
+    quotes = archive.turns[0].step
+    assert quotes is not None and quotes.name == "get_quotes 0" and quotes.result is not None
+    approval = archive.turns[HAPPY_PATH.index("wait_for_approval")].wait
+    assert approval is not None and approval.ended == "message" and approval.events[-1].arrived_at is not None
+    raw = archive.model_dump_json()
+    assert len(raw) <= MAX_ARCHIVE_BYTES and request["token"] not in raw
+
+    # Positive control: the run's own calls are in the world's log.
+    after_run = await world_calls(scenario)
+    assert len(after_run) > len(before_run)
+    assert {"quote", "place_order"} <= {c["op"] for c in after_run}
+
+    code, out, err = await replay_cli(run_id, "--admin-url", admin.url, "--json")
+    assert code == 0, err
+    summary = json.loads(out)["summary"]
+    assert (summary["runs"], summary["turns"], summary["diverged"]) == (1, len(HAPPY_PATH), 0)
+    assert await world_calls(scenario) == after_run
