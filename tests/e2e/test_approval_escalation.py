@@ -68,6 +68,7 @@ async def test_a_reminder_is_sent_once_across_a_crash_and_the_backup_approves_af
         first["quantity"],
         first["supplier"],
     )
+
     # The request reaches the world before the run checkpoints its state: poll for the state.
     async def waits_on_backup() -> dict[str, Any] | None:
         view = await scenario.run_view(run_id)

@@ -9,9 +9,7 @@ from typing import Any
 from e2e.scenario import Scenario, ok
 
 
-async def setup_lasting_quotes(
-    scenario: Scenario, price: float = 4.0, reply_days: float = 0.5, **item: Any
-) -> None:
+async def setup_lasting_quotes(scenario: Scenario, price: float = 4.0, reply_days: float = 0.5, **item: Any) -> None:
     """A scenario whose quotes stay valid for a year (90 test-seconds), so an approval given
     seconds after the request still orders instead of re-quoting. `reply_days` is how long the
     supplier takes to confirm an order: long enough, a test can look at a run while it waits."""
