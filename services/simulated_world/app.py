@@ -28,7 +28,15 @@ from replenisher.inbound.signing import load_secrets
 from simulated_world.calls import CallFilter, CallList, CallRecord, Service
 from simulated_world.catalogue import load
 from simulated_world.clock import Clock
-from simulated_world.erp import BookedReceipt, ClosureList, ItemSetup, ManualReceipt, ReceiptFilter, ReceiptList
+from simulated_world.erp import (
+    BookedReceipt,
+    ClosureList,
+    ItemList,
+    ItemSetup,
+    ManualReceipt,
+    ReceiptFilter,
+    ReceiptList,
+)
 from simulated_world.errors import BadRequest
 from simulated_world.faults import SupplierFaults
 from simulated_world.manager import (
@@ -52,6 +60,15 @@ PUSH_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
 
 class Health(BaseModel):
     ok: bool = True
+
+
+class SupplierName(BaseModel):
+    id: str
+    name: str
+
+
+class SupplierDirectory(BaseModel):
+    suppliers: list[SupplierName]
 
 
 class ClockView(BaseModel):
@@ -150,6 +167,18 @@ async def clock(world: SimulatedWorld, req: Request) -> Response:
 @route("GET", "/erp/stock/{sku}", call=("erp", "get_stock"))
 async def get_stock(world: SimulatedWorld, req: Request) -> Response:
     return ok(world.stock(req.path_params["sku"]))
+
+
+@route("GET", "/erp/items", call=("erp", "list_items"))
+async def list_items(world: SimulatedWorld, req: Request) -> Response:
+    """The item master with every SKU's stock now: one read for a whole overview."""
+    return ok(ItemList(items=world.erp.all_items(world.clock.now())))
+
+
+@route("GET", "/erp/suppliers", call=("erp", "list_suppliers"))
+async def list_suppliers(world: SimulatedWorld, req: Request) -> Response:
+    """The supplier master: ids and names, so people read names rather than ids."""
+    return ok(SupplierDirectory(suppliers=[SupplierName(id=s.id, name=s.setup.name) for s in world.suppliers.values()]))
 
 
 @route("POST", "/erp/purchase-orders/{po_number}/close", call=("erp", "close_purchase_order"))

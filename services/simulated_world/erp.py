@@ -69,6 +69,16 @@ class ClosureList(BaseModel):
     closures: list[PurchaseOrderClosure]
 
 
+class ItemStock(StockLevel):
+    """The item master's line for a SKU: its stock now and how fast it goes."""
+
+    daily_consumption: float = Field(ge=0, description="units a day, on the world's clock")
+
+
+class ItemList(BaseModel):
+    items: list[ItemStock]
+
+
 def level_after(level: float, since: float, now: float, daily_consumption: float, day_seconds: float) -> float:
     """Stock left after consuming from `level` between `since` and `now`; the shelf never goes negative."""
     elapsed_days = max(0.0, now - since) / day_seconds
@@ -120,6 +130,12 @@ class Erp:
             target_stock=item.setup.target_stock,
             suppliers=list(item.setup.suppliers),
         )
+
+    def all_items(self, now: float) -> list[ItemStock]:
+        return [
+            ItemStock(**self.stock(sku, now).model_dump(), daily_consumption=item.setup.daily_consumption)
+            for sku, item in sorted(self.items.items())
+        ]
 
     def book_goods(self, receipt: BookedReceipt) -> None:
         # A supplier may ship a SKU the ERP no longer lists; the receipt is still kept.

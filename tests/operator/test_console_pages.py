@@ -108,3 +108,19 @@ def test_a_run_completed_before_its_outcome_is_recorded_keeps_refreshing() -> No
         run_id="replenish-SKU-9-1", sku="SKU-9", outcome="received", started_at=NOW - 50, ended_at=NOW - 2
     )
     assert settled(t.model_copy(update={"outcome": outcome}))
+
+
+def test_a_request_card_names_suppliers_and_gives_the_stock_now_with_its_days_of_cover() -> None:
+    from replenisher.console.catalogue import Catalogue, ItemStock
+
+    now_in_erp = ItemStock(
+        sku="SKU-9", on_hand=10, safety_stock=40, target_stock=112, suppliers=["acme"], daily_consumption=4
+    )
+    names = {"acme": "Acme Industrial Supply", "bolt": "Bolt & Nut Express"}
+    settings = InboxSettings(catalogue=Catalogue(items={"SKU-9": now_in_erp}, supplier_names=names))
+    html = request_card(pending(), NOW, settings)
+    assert "· Acme Industrial Supply" in html and "<td>Bolt &amp; Nut Express</td>" in html
+    assert "<td>acme</td>" not in html, "names, not ids"
+    assert "now 10</span> · <b>2.5 days of cover at 4/day</b>" in html
+    unknown = request_card(pending(), NOW, InboxSettings())
+    assert "<td>acme</td>" in unknown and "days of cover" not in unknown, "without the ERP: the ids, no cover"

@@ -23,6 +23,7 @@ import httpx
 
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.console import pages
+from replenisher.console.catalogue import ErpCatalogue
 from replenisher.console.inbox import (
     BadDecision,
     ManagerInbox,
@@ -31,7 +32,8 @@ from replenisher.console.inbox import (
     pending_approvals,
     pending_for,
 )
-from replenisher.console.overview import sku_rows
+from replenisher.console.overview import SkuQuery, select_rows, sku_rows
+from replenisher.console.spend import parsed_spend, spend
 from replenisher.timeline.html import render_html
 from replenisher.timeline.load import chosen_run, load_run_timeline
 from replenisher.timeline.model import Timeline
@@ -89,6 +91,7 @@ class Console:
         self._client: RestateClient | None = None
         self._http: httpx.AsyncClient | None = None
         self._inbox: ManagerInbox | None = None
+        self._catalogue: ErpCatalogue | None = None
         self.routes: list[tuple[str, re.Pattern[str], Callable[..., Awaitable[Response]]]] = [
             ("GET", re.compile(r"/health"), self.health),
             ("GET", re.compile(r"/"), self.home),
@@ -96,6 +99,7 @@ class Console:
             ("GET", re.compile(r"/inbox/fragment"), self.inbox_fragment),
             ("POST", re.compile(r"/approvals"), self.approve),
             ("GET", re.compile(r"/skus"), self.skus),
+            ("GET", re.compile(r"/spend"), self.spend),
             ("GET", re.compile(r"/skus/(?P<sku>[^/]+)"), self.sku),
             ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)"), self.run),
             ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)/fragment"), self.fragment),
@@ -107,6 +111,13 @@ class Console:
         if self._inbox is None:
             self._inbox = ManagerInbox(self.inbox_url)
         return self._inbox
+
+    @property
+    def catalogue(self) -> ErpCatalogue:
+        # The ERP answers at the same place as the manager's inbox (the world, or the real systems behind it).
+        if self._catalogue is None:
+            self._catalogue = ErpCatalogue(self.inbox_url)
+        return self._catalogue
 
     @property
     def client(self) -> RestateClient:
@@ -144,6 +155,8 @@ class Console:
                     await self._http.aclose()
                 if self._inbox is not None:
                     await self._inbox.aclose()
+                if self._catalogue is not None:
+                    await self._catalogue.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -194,7 +207,10 @@ class Console:
 
     async def inbox_settings(self) -> pages.InboxSettings:
         return pages.InboxSettings(
-            currency=self.currency, budget=await self.inbox_api.budget(), confirm_above=self.confirm_above
+            currency=self.currency,
+            budget=await self.inbox_api.budget(),
+            confirm_above=self.confirm_above,
+            catalogue=await self.catalogue.read(),
         )
 
     async def inbox(self, request: Request, flash: tuple[str, str] | None = None, status: int = 200) -> Response:
@@ -254,7 +270,17 @@ class Console:
         return Response.redirect(f"/skus/{quote(decided.sku)}/runs/{number}?done={note}")
 
     async def skus(self, request: Request) -> Response:
-        return Response(pages.skus(await sku_rows(self.client), time.time()))
+        query = SkuQuery.parse(request.query)  # before any read: a bad query costs nothing
+        settings = await self.inbox_settings()
+        rows = await sku_rows(self.client, settings.catalogue)
+        now = time.time()
+        chosen = select_rows(rows, query, settings.budget, now)
+        return Response(pages.skus(chosen, len(rows), query, now, settings.budget, settings.catalogue))
+
+    async def spend(self, request: Request) -> Response:
+        query = parsed_spend(request.query)
+        settings = await self.inbox_settings()
+        return Response(pages.spend_page(await spend(self.client, query), settings))
 
     async def sku(self, request: Request, sku: str) -> Response:
         record = await self.client.sku_status(valid_sku(sku))
@@ -291,8 +317,8 @@ class Request:
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
         self.receive = receive
-        raw = scope.get("query_string", b"").decode("latin-1")
-        self.query = {k: v[-1] for k, v in parse_qs(raw).items()}
+        raw = scope.get("query_string", b"").decode("utf-8", "replace")
+        self.query = {k: v[-1] for k, v in parse_qs(raw, keep_blank_values=True).items()}
 
     async def form(self) -> dict[str, str]:
         body = b""

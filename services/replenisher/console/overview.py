@@ -1,22 +1,34 @@
-"""Every SKU agent at a glance: its active run, what that run waits for and since when, the last
-outcome. Four SQL queries over Restate's state and invocation tables, however many SKUs."""
+"""Every SKU at a glance: its stock (the ERP's item master), its agent's active run, what that
+run waits for and since when, the last outcome. Five SQL queries over Restate's state and
+invocation tables and one read of the item master, however many SKUs; then sorted, searched
+and filtered here, from the page's query parameters."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from replenisher.console.catalogue import Catalogue, ItemStock
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import SkuRecord
+from replenisher.domain.state import State
 from replenisher.timeline.build import is_outage_text
 from replenisher.timeline.format import clock
 from replenisher.timeline.model import Invocation, Waiting
-from replenisher.timeline.restate import RestateClient
+from replenisher.timeline.restate import OperatorError, RestateClient
+
+WAITING_ON = {"wait_for_approval": "manager", "wait_for_supplier_reply": "supplier", "wait_for_goods": "supplier"}
+FAILED_OUTCOMES = ("gave_up", "cancelled", "unknown")
 
 
 class SkuRow(BaseModel):
     sku: str
-    watching: bool
-    runs: int
+    stock: ItemStock | None = Field(default=None, description="the ERP's figures now, if it lists the SKU")
+    has_agent: bool = True
+    watching: bool = False
+    runs: int = 0
     active_run: str | None = None
     run_status: str | None = None
     retrying: str | None = None
@@ -25,10 +37,31 @@ class SkuRow(BaseModel):
     last_outcome: ReplenishmentResult | None = None
     kept_messages: int = 0
     held_until: float | None = None
+    asked_price: float | None = Field(default=None, description="the active run's PO price, or its best quote")
+    supplier: str | None = Field(default=None, description="the active run's supplier, if it chose one")
 
     @property
     def awaiting_approval(self) -> bool:
         return self.waiting is not None and self.waiting.tool == "wait_for_approval"
+
+    @property
+    def waiting_on(self) -> str | None:
+        """Whom the active run waits for: the manager or a supplier (a reply or the goods)."""
+        return WAITING_ON.get(self.waiting.tool, "someone") if self.waiting is not None else None
+
+    def over_budget(self, budget: float | None) -> bool:
+        return budget is not None and self.asked_price is not None and self.asked_price > budget
+
+    @property
+    def failing(self) -> str | None:
+        """Why an on-call engineer should look: a step being retried, or a last run that ended
+        without goods and without a manager's no (a rejection is a decision, not a failure)."""
+        if self.retrying:
+            return self.retrying
+        o = self.last_outcome
+        if o is not None and o.outcome in FAILED_OUTCOMES and self.active_run is None:
+            return f"last run {o.outcome.replace('_', ' ')}: {o.detail}"
+        return None
 
 
 def row_of(
@@ -63,10 +96,112 @@ def row_of(
     )
 
 
-async def sku_rows(client: RestateClient) -> list[SkuRow]:
+def asked_of(state: State | None) -> tuple[float | None, str | None]:
+    if state is None:
+        return None, None
+    if state.po is not None:
+        return state.po.unit_price, state.po.supplier
+    best = min(state.quotes, key=lambda q: q.unit_price, default=None)
+    return (best.unit_price, best.supplier) if best else (None, None)
+
+
+async def sku_rows(client: RestateClient, catalogue: Catalogue | None = None) -> list[SkuRow]:
+    """A row for every SKU the ERP lists or an agent watches."""
     records = await client.sku_records()
     active = [r.active.run_id for r in records if r.active is not None]
     waiting = await client.waiting_runs()
     invocations = await client.run_invocations(active)
     since = await client.waiting_since([r for r in active if r in waiting])
-    return [row_of(r, waiting, invocations, since) for r in records]
+    states = await client.run_states(active)
+    items = catalogue.items if catalogue else {}
+    rows = {}
+    for record in records:
+        row = row_of(record, waiting, invocations, since)
+        price, supplier = asked_of(states.get(row.active_run) if row.active_run else None)
+        rows[record.sku] = row.model_copy(
+            update={"stock": items.get(record.sku), "asked_price": price, "supplier": supplier}
+        )
+    for sku, item in items.items():
+        rows.setdefault(sku, SkuRow(sku=sku, stock=item, has_agent=False))
+    return list(rows.values())
+
+
+SortKey = Literal["sku", "stock", "cover", "waiting", "outcome"]
+
+
+class SkuQuery(BaseModel):
+    """The SKUs page's query parameters. Anything else is refused with the reason."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    q: str = Field(default="", max_length=64, pattern=r"^[A-Za-z0-9._ -]*$", description="part of a SKU")
+    sort: SortKey = "sku"
+    order: Literal["asc", "desc"] = "asc"
+    waiting: Literal["any", "manager", "supplier", "someone", "nobody"] = "any"
+    flag: Literal["all", "below-safety", "over-budget", "failing"] = "all"
+
+    @classmethod
+    def parse(cls, params: dict[str, str]) -> SkuQuery:
+        return parsed(cls, params)
+
+
+Q = TypeVar("Q", bound=BaseModel)
+
+
+def parsed(model: type[Q], params: dict[str, str]) -> Q:
+    try:
+        return model.model_validate(params)
+    except ValidationError as e:
+        reasons = []
+        for err in e.errors():
+            where = ".".join(str(x) for x in err["loc"]) or "query"
+            if err["type"] == "extra_forbidden":
+                allowed = ", ".join(model.model_fields)
+                reasons.append(f"unknown parameter {where!r} (known: {allowed})")
+            elif err["type"] == "literal_error":
+                reasons.append(f"{where}={params.get(where, '')!r}: {err['msg'].lower()}")
+            else:
+                reasons.append(f"{where}={str(params.get(where, ''))[:80]!r}: {err['msg'].lower()}")
+        raise OperatorError("bad query: " + "; ".join(reasons)) from None
+
+
+def _sort_key(key: SortKey, now: float) -> Callable[[SkuRow], tuple[Any, ...]]:
+    far = float("inf")
+
+    def of(row: SkuRow) -> tuple[Any, ...]:
+        stock = row.stock
+        if key == "stock":  # the emptiest shelf relative to its safety stock first
+            return (stock.on_hand / max(stock.safety_stock, 1) if stock else far, row.sku)
+        if key == "cover":
+            cover = stock.days_of_cover if stock else None
+            return (far if cover is None else cover, row.sku)
+        if key == "waiting":  # the longest wait first
+            return (-(now - row.waiting_since) if row.waiting_since else far, row.sku)
+        if key == "outcome":
+            o = row.last_outcome
+            return (o.outcome if o else "~", -(o.ended_at if o else 0), row.sku)
+        return (row.sku,)
+
+    return of
+
+
+def select_rows(rows: list[SkuRow], query: SkuQuery, budget: float | None, now: float) -> list[SkuRow]:
+    needle = query.q.strip().lower()
+    chosen = []
+    for row in rows:
+        if needle and needle not in row.sku.lower():
+            continue
+        if query.waiting == "nobody" and row.waiting is not None:
+            continue
+        if query.waiting == "someone" and row.waiting is None:
+            continue
+        if query.waiting in ("manager", "supplier") and row.waiting_on != query.waiting:
+            continue
+        if query.flag == "below-safety" and not (row.stock is not None and row.stock.below_safety):
+            continue
+        if query.flag == "over-budget" and not row.over_budget(budget):
+            continue
+        if query.flag == "failing" and row.failing is None:
+            continue
+        chosen.append(row)
+    return sorted(chosen, key=_sort_key(query.sort, now), reverse=query.order == "desc")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from html import escape
+from urllib.parse import urlencode
 
 from pydantic import BaseModel, Field
 
+from replenisher.console.catalogue import Catalogue, ItemStock
 from replenisher.console.inbox import PendingApproval
-from replenisher.console.overview import SkuRow
+from replenisher.console.overview import SkuQuery, SkuRow
+from replenisher.console.spend import Period, Spend
 from replenisher.domain.sku import SkuRecord
 from replenisher.timeline.format import clock, duration, until
 from replenisher.timeline.html import STYLE as TIMELINE_STYLE
@@ -66,6 +69,53 @@ button.reject { background: #fff; border-color: #b91c1c; color: #b91c1c; }
 .tag.received { background: #dcfce7; color: #166534; }
 .warn { color: #b45309; }
 .card { background: #fff; padding: 14px 18px; box-shadow: 0 1px 2px #0001; margin-bottom: 14px; }
+body > header { flex-wrap: wrap; }
+body > header nav { display: flex; flex-wrap: wrap; gap: 6px 20px; }
+h2 { font-size: 17px; margin: 18px 0 8px; }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+nav.chips { display: flex; flex-wrap: wrap; gap: 6px; margin: 0 0 10px; }
+a.chip { padding: 3px 10px; border-radius: 12px; background: #fff; border: 1px solid #9ca3af; color: #1e3a5f;
+  text-decoration: none; font-size: 14px; }
+a.chip.here { background: #1e3a5f; color: #fff; border-color: #1e3a5f; }
+form.filters { display: flex; flex-wrap: wrap; gap: 8px 14px; align-items: end; margin: 0 0 12px; }
+form.filters label { display: flex; flex-direction: column; font-size: 13px; color: #374151; }
+form.filters input, form.filters select { padding: 4px; font: inherit; min-width: 0; }
+table.list th a { color: inherit; }
+.bar { position: relative; height: 6px; background: #e5e7eb; border-radius: 3px; margin-top: 3px; max-width: 180px; }
+.bar i { position: absolute; left: 0; top: 0; bottom: 0; background: #2563eb; border-radius: 3px; }
+.bar.low i { background: #b91c1c; }
+.bar s { position: absolute; top: -2px; bottom: -2px; width: 2px; background: #111827; }
+.low { color: #b91c1c; font-weight: 600; }
+.why { overflow-wrap: anywhere; max-width: 420px; }
+#skus td:nth-child(2) { min-width: 150px; }
+#skus td:nth-child(4) { min-width: 230px; }
+svg.chart { max-width: 900px; display: block; }
+.tag.wait { background: #e0e7ff; color: #3730a3; }
+.tag.cancelled, .tag.gave_up, .tag.unknown { background: #fee2e2; color: #991b1b; }
+.tag.rejected { background: #f3f4f6; color: #374151; }
+svg.chart { width: 100%; height: auto; max-height: 240px; }
+svg.chart rect.ordered, .key.ordered { fill: #1e3a5f; background: #1e3a5f; }
+svg.chart rect.committed, .key.committed { fill: #93c5fd; background: #93c5fd; }
+svg.chart rect.received, .key.received { fill: #15803d; background: #15803d; }
+svg.chart text { font-size: 11px; fill: #374151; }
+svg.chart .axis { stroke: #9ca3af; }
+.key { display: inline-block; width: 10px; height: 10px; margin: 0 3px 0 10px; }
+p.summary { font-size: 16px; }
+tfoot th, tfoot td { font-weight: 600; }
+@media (max-width: 640px) {
+  body > header { padding: 8px 12px; gap: 4px 16px; }
+  main { padding: 12px; }
+  table.cards, table.cards tbody, table.cards tfoot, table.cards tr, table.cards td, table.cards th {
+    display: block; width: auto; }
+  table.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.cards tr { border-bottom: 1px solid #d1d5db; padding: 6px 0; }
+  table.cards td, table.cards th { border: 0; padding: 2px 10px; }
+  table.cards td[data-label]::before { content: attr(data-label) ": "; font-size: 12px; color: #4b5563; }
+  .why { max-width: none; }
+  table.cards td.id { white-space: normal; overflow-wrap: anywhere; }
+  form.decide input[type=text] { width: 100%; }
+  form.decide label { flex-basis: 100%; }
+}
 """
 
 REFRESH_SCRIPT = """
@@ -90,7 +140,11 @@ REFRESH_SCRIPT = """
 def page(title: str, body: str, here: str = "", flash: tuple[str, str] | None = None) -> str:
     nav = "".join(
         f"<a href='{href}' class='{'here' if key == here else ''}'>{label}</a>"
-        for key, href, label in (("inbox", "/inbox", "Approval inbox"), ("skus", "/skus", "SKUs"))
+        for key, href, label in (
+            ("inbox", "/inbox", "Approval inbox"),
+            ("skus", "/skus", "SKUs"),
+            ("spend", "/spend", "Spend"),
+        )
     )
     message = f"<p class='flash {flash[0]}' role=status>{escape(flash[1])}</p>" if flash else ""
     message = down_banner() + message
@@ -98,7 +152,8 @@ def page(title: str, body: str, here: str = "", flash: tuple[str, str] | None = 
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
         f"<title>{escape(title)} · Stock Replenisher</title><style>{STYLE}{TIMELINE_STYLE}</style></head>"
-        f"<body><header><b>Stock Replenisher</b>{nav}</header><main>{message}{body}</main></body></html>\n"
+        f"<body><header><b>Stock Replenisher</b><nav aria-label=Pages>{nav}</nav></header>"
+        f"<main>{message}{body}</main></body></html>\n"
     )
 
 
@@ -149,6 +204,7 @@ class InboxSettings(BaseModel):
     currency: str = "USD"
     budget: float | None = Field(default=None, description="the highest unit price the manager's policy approves")
     confirm_above: float = 1000.0
+    catalogue: Catalogue = Field(default_factory=Catalogue, description="the ERP's stock now and supplier names")
 
     def money(self, amount: float) -> str:
         return f"{amount:,.2f} {self.currency}"
@@ -216,7 +272,8 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
     left = p.decide_by - now
     urgent = " urgent" if left < 3600 else ""
     head = (
-        f"<header><h2>{po}</h2> <a href='/skus/{escape(p.sku)}'>{escape(p.sku)}</a> · {escape(p.supplier)} "
+        f"<header><h2>{po}</h2> <a href='/skus/{escape(p.sku)}'>{escape(p.sku)}</a> · "
+        f"{escape(settings.catalogue.supplier(p.supplier))} "
         f"{''.join(flags)}<span class='countdown{urgent}' data-until='{p.decide_by:.0f}'>"
         f"{escape(countdown(left))}</span> <span class=muted>decide by {escape(until(p.decide_by, p.calendar, now))}"
         f"</span> {asked(p)}</header>"
@@ -229,14 +286,10 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
         f"asked {escape(duration(p.age(now)))} ago · <a href='{run_href(p.run_id)}'>{escape(p.run_id)}</a></p>"
         "</section>"
     )
-    stock = "<section><h3>Stock</h3><p class=muted>not recorded</p></section>"
-    if p.on_hand is not None:
-        stock = (
-            f"<section><h3>Stock</h3><p>on hand <b>{p.on_hand}</b> · safety {p.safety_stock} · "
-            f"target {p.target_stock}</p></section>"
-        )
+    stock = f"<section><h3>Stock</h3>{stock_facts(p, settings.catalogue.items.get(p.sku))}</section>"
     quotes = "".join(
-        f"<tr{' class=chosen' if q.quote_id == p.quote_id else ''}><td>{escape(q.supplier)}</td>"
+        f"<tr{' class=chosen' if q.quote_id == p.quote_id else ''}>"
+        f"<td>{escape(settings.catalogue.supplier(q.supplier))}</td>"
         f"<td class=num>{q.unit_price:.2f}</td><td class=num>{q.lead_days:g} d</td>"
         f"<td class=num>{escape(clock(q.valid_until)[5:16])}</td></tr>"
         for q in p.quotes
@@ -261,6 +314,26 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
         f"<article class=req data-po='{po}' data-sku='{escape(p.sku)}'>{head}"
         f"<div class=facts>{terms}{stock}{quote_table}{earlier}</div>{decision_form(p, now, settings)}</article>"
     )
+
+
+def cover_text(item: ItemStock) -> str:
+    cover = item.days_of_cover
+    if cover is None:
+        return "no consumption recorded"
+    return f"{cover:.1f} days of cover at {item.daily_consumption:g}/day"
+
+
+def stock_facts(p: PendingApproval, item: ItemStock | None) -> str:
+    """Stock when the run asked, and now by the ERP with its days of cover."""
+    if p.on_hand is None and item is None:
+        return "<p class=muted>not recorded</p>"
+    parts = []
+    if p.on_hand is not None:
+        parts.append(f"<p>on hand <b>{p.on_hand}</b> · safety {p.safety_stock} · target {p.target_stock}</p>")
+    if item is not None:
+        short = " class=warn" if item.below_safety else ""
+        parts.append(f"<p data-cover><span{short}>now {item.on_hand}</span> · <b>{escape(cover_text(item))}</b></p>")
+    return "".join(parts)
 
 
 def decision_form(p: PendingApproval, now: float, settings: InboxSettings | None = None) -> str:
@@ -298,7 +371,8 @@ def confirm_page(p: PendingApproval, up_to: float, note: str, settings: InboxSet
     body = (
         f"<h1>Confirm the approval of {escape(p.po_number)}</h1><div class='card confirm' id=confirm>"
         f"<p>{p.quantity} x up to {escape(settings.money(up_to))} = at most "
-        f"<b>{escape(settings.money(p.quantity * up_to))}</b> to {escape(p.supplier)} for {escape(p.sku)} "
+        f"<b>{escape(settings.money(p.quantity * up_to))}</b> to {escape(settings.catalogue.supplier(p.supplier))} "
+        f"for {escape(p.sku)} "
         f"(asked {escape(settings.money(p.unit_price))} per unit).</p>"
         f"<p class=muted>Approvals above {escape(settings.money(settings.confirm_above))} are confirmed in a "
         "second step.</p>"
@@ -309,41 +383,176 @@ def confirm_page(p: PendingApproval, up_to: float, note: str, settings: InboxSet
     return page("Confirm approval", body, "inbox")
 
 
-def skus(rows: list[SkuRow], now: float) -> str:
-    if not rows:
-        return page("SKUs", "<h1>SKUs</h1><p class=muted>No SKU agent yet: check or watch a SKU first.</p>", "skus")
-    body_rows = []
-    for r in rows:
-        state = "-"
-        if r.retrying:
-            state = f"<span class='tag retrying'>retrying</span> <span class=muted>{escape(r.retrying)}</span>"
-        elif r.waiting is not None:
-            kind = "approval" if r.awaiting_approval else ""
-            since = f" for {duration(now - r.waiting_since)}" if r.waiting_since else ""
-            state = (
-                f"<span class='tag {kind}'>{escape(r.waiting.tool)}</span>"
-                f"<div class=muted>waiting{escape(since)}, until {escape(r.waiting.until(now))}</div>"
+SORTS = (
+    ("sku", "SKU"),
+    ("stock", "stock vs safety"),
+    ("cover", "days of cover"),
+    ("waiting", "longest wait"),
+    ("outcome", "last outcome"),
+)
+WAITS = (
+    ("any", "anyone or no one"),
+    ("manager", "the manager"),
+    ("supplier", "a supplier"),
+    ("someone", "anyone"),
+    ("nobody", "no one"),
+)
+FLAGS = (
+    ("all", "all SKUs"),
+    ("below-safety", "below safety stock"),
+    ("over-budget", "over budget"),
+    ("failing", "failing"),
+)
+
+
+def query_href(path: str, query: BaseModel, **changes: str) -> str:
+    """The page's URL with these parameters changed, leaving out those at their defaults."""
+    values = {**query.model_dump(), **changes}
+    defaults = type(query)().model_dump()
+    kept = {k: v for k, v in values.items() if v != defaults.get(k)}
+    return path + ("?" + urlencode(kept) if kept else "")
+
+
+def _select(name: str, label: str, options: tuple[tuple[str, str], ...], current: str) -> str:
+    opts = "".join(
+        f"<option value='{v}'{' selected' if v == current else ''}>{escape(text)}</option>" for v, text in options
+    )
+    return f"<label>{escape(label)} <select name={name}>{opts}</select></label>"
+
+
+def stock_cell(item: ItemStock | None) -> str:
+    if item is None:
+        return "<span class=muted>not in the ERP</span>"
+    full = max(item.target_stock, item.on_hand, 1)
+    level = min(item.on_hand / full * 100, 100)
+    safety = item.safety_stock / full * 100
+    low = " low" if item.below_safety else ""
+    return (
+        f"<span class='num{low}'>{item.on_hand}</span> <span class=muted>/ {item.safety_stock} safety / "
+        f"{item.target_stock} target</span>"
+        f"<div class='bar{low}' aria-hidden=true><i style='width:{level:.0f}%'></i>"
+        f"<s style='left:{safety:.0f}%'></s></div>"
+    )
+
+
+def _clip(text: str, limit: int = 140) -> str:
+    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def sku_state(r: SkuRow, now: float, budget: float | None, catalogue: Catalogue) -> str:
+    parts = []
+    if r.retrying:
+        parts.append(f"<span class='tag retrying'>retrying</span> <span class='muted why'>{_clip(r.retrying)}</span>")
+    elif r.waiting is not None:
+        since = f" for {duration(now - r.waiting_since)}" if r.waiting_since else ""
+        whom = r.waiting_on or "someone"
+        what = {"wait_for_approval": "approval", "wait_for_supplier_reply": "reply", "wait_for_goods": "goods"}.get(
+            r.waiting.tool, r.waiting.tool
+        )
+        supplier = f" ({escape(catalogue.supplier(r.supplier))})" if whom == "supplier" and r.supplier else ""
+        parts.append(
+            f"<span class='tag {'approval' if r.awaiting_approval else 'wait'}'>waits on {escape(whom)}</span> "
+            f"{escape(what)}{supplier}<div class=muted>{escape(since.strip())}, "
+            f"until {escape(r.waiting.until(now))}</div>"
+        )
+    elif r.active_run:
+        parts.append(escape(r.run_status or "running"))
+    elif not r.has_agent:
+        parts.append("<span class=muted>no agent yet</span>")
+    else:
+        parts.append("<span class=muted>idle</span>")
+    if r.over_budget(budget) and r.asked_price is not None:
+        parts.append(f" <span class='tag over' data-flag=over-budget>{r.asked_price:.2f} over budget</span>")
+    if r.failing and not r.retrying:
+        parts.append(f"<div class='warn why' data-flag=failing>{_clip(r.failing)}</div>")
+    return "".join(parts)
+
+
+def skus(
+    rows: list[SkuRow], total: int, query: SkuQuery, now: float, budget: float | None, catalogue: Catalogue
+) -> str:
+    links = "".join(
+        f"<a class='chip{' here' if current else ''}' href='{escape(href)}'>{escape(text)}</a>"
+        for text, href, current in (
+            ("all", "/skus", query == SkuQuery()),
+            ("waiting on the manager", query_href("/skus", SkuQuery(), waiting="manager"), query.waiting == "manager"),
+            ("waiting on a supplier", query_href("/skus", SkuQuery(), waiting="supplier"), query.waiting == "supplier"),
+            (
+                "below safety",
+                query_href("/skus", SkuQuery(), flag="below-safety", sort="cover"),
+                query.flag == "below-safety",
+            ),
+            ("over budget", query_href("/skus", SkuQuery(), flag="over-budget"), query.flag == "over-budget"),
+            ("failing", query_href("/skus", SkuQuery(), flag="failing"), query.flag == "failing"),
+        )
+    )
+    form = (
+        "<form class=filters method=get action='/skus' role=search>"
+        f"<label>Search SKU <input type=search name=q value='{escape(query.q)}' maxlength=64></label>"
+        + _select("sort", "Sort by", SORTS, query.sort)
+        + _select("order", "Order", (("asc", "ascending"), ("desc", "descending")), query.order)
+        + _select("waiting", "Waiting on", WAITS, query.waiting)
+        + _select("flag", "Show", FLAGS, query.flag)
+        + "<button>Apply</button></form>"
+    )
+    note = f"<p class=muted>{escape(catalogue.error)}: stock figures left out.</p>" if catalogue.error else ""
+    if budget is not None:
+        note += f"<p class=muted>Budget: {budget:.2f} per unit (the manager's policy).</p>"
+
+    def head(key: str, label: str) -> str:
+        if query.sort == key:
+            flip = "desc" if query.order == "asc" else "asc"
+            sort = "ascending" if query.order == "asc" else "descending"
+            return (
+                f"<th aria-sort={sort}><a href='{escape(query_href('/skus', query, order=flip))}'>"
+                f"{label} {'▲' if query.order == 'asc' else '▼'}</a></th>"
             )
-        elif r.active_run:
-            state = escape(r.run_status or "running")
-        last = "-"
+        return f"<th><a href='{escape(query_href('/skus', query, sort=key, order='asc'))}'>{label}</a></th>"
+
+    body_rows = []
+    unwatched = " <span class=muted>(not watched)</span>"
+    for r in rows:
+        last = "<span class=muted>none yet</span>"
         if r.last_outcome is not None:
             o = r.last_outcome
             last = (
-                f"<span class='tag {escape(o.outcome)}'>{escape(o.outcome)}</span> "
-                f"<a href='{run_href(o.run_id)}'>{escape(o.run_id.rsplit('-', 1)[-1])}</a>"
-                f"<div class=muted>{escape(o.detail)}</div>"
+                f"<span class='tag {escape(o.outcome)}'>{escape(o.outcome.replace('_', ' '))}</span> "
+                f"<a href='{run_href(o.run_id)}'>run {escape(o.run_id.rsplit('-', 1)[-1])}</a>"
+                f"<div class='muted why'>{_clip(o.detail, 100)}</div>"
             )
-        active = f"<a href='{run_href(r.active_run)}'>{escape(r.active_run)}</a>" if r.active_run else "-"
-        body_rows.append(
-            f"<tr data-sku='{escape(r.sku)}'><td><a href='/skus/{escape(r.sku)}'><b>{escape(r.sku)}</b></a></td>"
-            f"<td>{'yes' if r.watching else 'no'}</td><td class=num>{r.runs}</td><td>{active}</td>"
-            f"<td>{state}</td><td>{last}</td><td class=num>{r.kept_messages or ''}</td></tr>"
+        cover = r.stock.days_of_cover if r.stock else None
+        cover_cell = "-" if cover is None else f"{cover:.1f} d"
+        active = (
+            f"<a href='{run_href(r.active_run)}'>run {escape(r.active_run.rsplit('-', 1)[-1])}</a>"
+            if r.active_run
+            else "-"
         )
+        sku_cell = f"<a href='/skus/{escape(r.sku)}'><b>{escape(r.sku)}</b></a>" if r.has_agent else escape(r.sku)
+        body_rows.append(
+            f"<tr data-sku='{escape(r.sku)}'><td class=id data-label=SKU>{sku_cell}</td>"
+            f"<td data-label=Stock>{stock_cell(r.stock)}</td><td class=num data-label=Cover>{cover_cell}</td>"
+            f"<td data-label=Now>{sku_state(r, now, budget, catalogue)}</td>"
+            f"<td class=id data-label='Active run'>{active}</td><td data-label='Last outcome'>{last}</td>"
+            f"<td class=num data-label=Runs>{r.runs}{'' if r.watching else unwatched}</td></tr>"
+        )
+    table = (
+        "<table class='list cards' id=skus><caption class=sr>SKUs, their stock and their agents</caption><thead><tr>"
+        + head("sku", "SKU")
+        + head("stock", "Stock")
+        + head("cover", "Cover")
+        + head("waiting", "Now")
+        + "<th>Active run</th>"
+        + head("outcome", "Last outcome")
+        + "<th>Runs</th></tr></thead><tbody>"
+        + "".join(body_rows)
+        + "</tbody></table>"
+        if body_rows
+        else "<p class=muted id=no-match>No SKU matches these filters.</p>"
+    )
+    shown = f"{len(rows)} of {total}" if len(rows) != total else f"{total}"
     body = (
-        f"<h1>SKUs <span class=tag>{len(rows)}</span></h1><table class=list id=skus><thead><tr><th>SKU</th>"
-        "<th>watched</th><th>runs</th><th>active run</th><th>now</th><th>last outcome</th><th>kept msgs</th>"
-        "</tr></thead><tbody>" + "".join(body_rows) + "</tbody></table>"
+        f"<h1>SKUs <span class=tag id=shown>{shown}</span></h1>"
+        f"<nav class=chips aria-label=Filters>{links}</nav>{form}{note}{table}"
     )
     return page("SKUs", body, "skus")
 
@@ -381,7 +590,9 @@ def sku_detail(record: SkuRecord, timeline: Timeline | None, fragment_url: str |
 
 def run_page(timeline: Timeline, fragment_url: str, flash: tuple[str, str] | None = None) -> str:
     download = f"{fragment_url.rsplit('/', 1)[0]}/timeline.html"
+    number = timeline.run_id.rsplit("-", 1)[-1]
     body = (
+        f"<h1>Run {escape(number)} of {escape(timeline.sku)}</h1>"
         f"<p class=muted><a href='/skus/{escape(timeline.sku)}'>← {escape(timeline.sku)}</a> · "
         f"<a href='{escape(download)}' download>download this timeline (HTML)</a></p>"
         f"<div class=card>{timeline_block(timeline, fragment_url)}</div>{REFRESH_SCRIPT}"
@@ -434,3 +645,119 @@ def down_banner() -> str:
 
 def error_page(status: int, message: str) -> str:
     return page(f"{status}", f"<h1>{status}</h1><p class='flash error'>{escape(message)}</p>")
+
+
+def spend_chart(s: Spend, settings: InboxSettings) -> str:
+    """Ordered and received per period as bars, the still-committed part of what was ordered
+    drawn lighter on top of it. Inline SVG: no script, no network."""
+    periods = s.periods
+    top = max([max(p.ordered, p.received) for p in periods] + [1.0])
+    width, height, left, bottom = 640, 180, 8, 22
+    slot = (width - left) / len(periods)
+    bar = max(min(slot * 0.36, 26), 2)
+    marks = []
+    for i, p in enumerate(periods):
+        x = left + i * slot + slot / 2
+        scale = (height - bottom - 8) / top
+        h_ord, h_com, h_rec = p.ordered * scale, p.committed * scale, p.received * scale
+        base = height - bottom
+        marks.append(
+            f"<g><title>{escape(p.label)}: ordered {settings.money(p.ordered)}, committed "
+            f"{settings.money(p.committed)}, received {settings.money(p.received)}</title>"
+            f"<rect class=ordered x='{x - bar:.1f}' y='{base - h_ord:.1f}' width='{bar:.1f}' height='{h_ord:.1f}'/>"
+            f"<rect class=committed x='{x - bar:.1f}' y='{base - h_ord:.1f}' width='{bar:.1f}' "
+            f"height='{min(h_com, h_ord):.1f}'/>"
+            f"<rect class=received x='{x:.1f}' y='{base - h_rec:.1f}' width='{bar:.1f}' height='{h_rec:.1f}'/></g>"
+        )
+        every = max(len(periods) // 7, 1)
+        if i % every == 0 or i == len(periods) - 1:
+            label = p.start.strftime("%d %b")
+            marks.append(f"<text x='{x:.1f}' y='{height - 6}' text-anchor=middle>{label}</text>")
+    axis = f"<line x1='{left}' x2='{width}' y1='{height - bottom}' y2='{height - bottom}' class=axis />"
+    return (
+        f"<svg class=chart viewBox='0 0 {width} {height}' role=img aria-labelledby=chart-title>"
+        f"<title id=chart-title>Ordered and received per {s.query.by}, the last {len(periods)}: "
+        f"most in one {s.query.by} {settings.money(top)}; the table below has every figure</title>"
+        f"{axis}{''.join(marks)}</svg>"
+        "<p class='legend muted'><span class='key ordered'></span> ordered "
+        "<span class='key committed'></span> of which still to come "
+        "<span class='key received'></span> received</p>"
+    )
+
+
+def spend_page(s: Spend, settings: InboxSettings) -> str:
+    q = s.query
+    money = settings.money
+    names = settings.catalogue
+    chips = "".join(
+        f"<a class='chip{' here' if q.by == by and q.periods == n else ''}' "
+        f"href='{escape(query_href('/spend', q, by=by, periods=str(n)))}'>{label}</a>"
+        for by, n, label in (
+            ("day", 14, "14 days"),
+            ("day", 30, "30 days"),
+            ("week", 8, "8 weeks"),
+            ("week", 26, "26 weeks"),
+        )
+    )
+    suppliers = sorted(set(names.supplier_names) | {x.supplier for x in s.suppliers} | ({q.supplier} - {""}))
+    options = "<option value=''>every supplier</option>" + "".join(
+        f"<option value='{escape(sid)}'{' selected' if sid == q.supplier else ''}>"
+        f"{escape(names.supplier(sid))}</option>"
+        for sid in suppliers
+    )
+    form = (
+        "<form class=filters method=get action='/spend'>"
+        + _select("by", "Per", (("day", "day"), ("week", "week")), q.by)
+        + f"<label>Periods <input type=number name=periods min=1 max=90 value={q.periods}></label>"
+        + f"<label>Supplier <select name=supplier>{options}</select></label><button>Show</button></form>"
+    )
+    total = Period(label="total", start=s.periods[0].start)
+    for p in s.periods:
+        total.ordered += p.ordered
+        total.committed += p.committed
+        total.received += p.received
+
+    def figures(ordered: float, committed: float, received: float) -> str:
+        return (
+            f"<td class=num data-label=Ordered>{money(ordered)}</td>"
+            f"<td class=num data-label='Still to come'>{money(committed)}</td>"
+            f"<td class=num data-label=Received>{money(received)}</td>"
+        )
+
+    period_rows = "".join(
+        f"<tr><td class=id data-label={q.by.title()}>{escape(p.label)}</td>"
+        f"{figures(p.ordered, p.committed, p.received)}</tr>"
+        for p in reversed(s.periods)
+        if p.ordered or p.received or p.committed
+    )
+    heads = "<th scope=col>Ordered</th><th scope=col>Of which still to come</th><th scope=col>Received</th>"
+    period_table = (
+        "<table class='list cards' id=spend-periods><caption class=sr>Spend per period</caption><thead><tr>"
+        f"<th scope=col>{q.by.title()}</th>{heads}</tr></thead><tbody>{period_rows}</tbody>"
+        f"<tfoot><tr><th scope=row>Total</th>{figures(total.ordered, total.committed, total.received)}</tr></tfoot>"
+        "</table>"
+        if period_rows
+        else f"<p class=muted id=no-spend>Nothing ordered or received in these {len(s.periods)} {q.by}s.</p>"
+    )
+    supplier_rows = "".join(
+        f"<tr data-supplier='{escape(x.supplier)}'><td data-label=Supplier>{escape(names.supplier(x.supplier))}</td>"
+        f"<td class=num data-label=Orders>{x.orders}</td>{figures(x.ordered, x.committed, x.received)}</tr>"
+        for x in s.suppliers
+    )
+    supplier_table = (
+        "<h2>Per supplier</h2><table class='list cards' id=spend-suppliers>"
+        "<caption class=sr>Spend per supplier</caption><thead><tr><th scope=col>Supplier</th>"
+        f"<th scope=col>Orders</th>{heads}</tr></thead><tbody>{supplier_rows}</tbody></table>"
+        if supplier_rows
+        else ""
+    )
+    body = (
+        f"<h1>Spend</h1><nav class=chips aria-label=Periods>{chips}</nav>{form}"
+        f"<p class=summary id=committed>Committed now (ordered, not yet received, every open order): "
+        f"<b>{money(s.committed_now)}</b></p>"
+        f"<div class=card>{spend_chart(s, settings)}</div>{period_table}{supplier_table}"
+        f"<p class=muted>Days of {escape(s.calendar)}. An order counts in the {q.by} it was placed; goods in the "
+        f"{q.by} they were booked (a run's receipts at its last one). From the SKUs' recent outcomes and the "
+        "runs in progress, as the SKU agents keep them.</p>"
+    )
+    return page("Spend", body, "spend")

@@ -25,6 +25,7 @@ class ReplenishmentResult(BaseModel):
     quantity_ordered: int = 0
     quantity_received: int = 0
     unit_price: float | None = None
+    ordered_at: float | None = Field(default=None, description="when the order went out, for spend by period")
     turns: int = 0
     started_at: float
     ended_at: float
@@ -80,6 +81,7 @@ def result_of(state: State, ended_at: float) -> ReplenishmentResult:
         quantity_ordered=state.ordered_quantity,
         quantity_received=state.received_quantity,
         unit_price=state.order.unit_price if state.order else None,
+        ordered_at=state.ordered_at,
         turns=len(state.history),
         started_at=state.started_at,
         ended_at=ended_at,

@@ -77,7 +77,10 @@ def render_fragment(t: Timeline) -> str:
     parts.append(f"<p class=source>from {escape(SOURCES[t.source])}</p>")
     parts += [f"<p class=note>{escape(note)}</p>" for note in t.notes]
     if t.source == "journal" and t.span is not None:
-        parts.append(f"<div class=chartwrap>{render_svg(t)}</div>")
+        # It scrolls sideways on a narrow screen: focusable, so a keyboard can scroll it too.
+        parts.append(
+            f"<div class=chartwrap tabindex=0 role=region aria-label='the run drawn in time'>{render_svg(t)}</div>"
+        )
         parts.append(_legend())
     parts.append(_table(t))
     parts.append(_outcome(t))

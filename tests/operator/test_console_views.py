@@ -1,0 +1,239 @@
+"""The SKUs page's sort, search and filters, and the spend figures, from records as the agents
+keep them, without starting anything."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from domain.factories import ack, new_state, quote
+from replenisher.console.catalogue import Catalogue, ItemStock
+from replenisher.console.overview import SkuQuery, SkuRow, select_rows
+from replenisher.console.pages import InboxSettings, skus, spend_page
+from replenisher.console.spend import OrderMoney, SpendQuery, from_outcome, from_state, parsed_spend, summarise
+from replenisher.domain.calendar import CalendarClock
+from replenisher.domain.documents import PurchaseOrder
+from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.timeline.model import Waiting
+from replenisher.timeline.restate import OperatorError
+
+NOW = 1_800_000_000.0  # a Friday, 2027-01-15 08:00 UTC
+DAY = 86_400.0
+
+
+def item(sku: str, on_hand: int, safety: int, per_day: float) -> ItemStock:
+    return ItemStock(
+        sku=sku,
+        on_hand=on_hand,
+        safety_stock=safety,
+        target_stock=safety * 4,
+        suppliers=["acme"],
+        daily_consumption=per_day,
+    )
+
+
+def rows() -> list[SkuRow]:
+    approval = Waiting(tool="wait_for_approval", event="approval", seq=0, deadline=NOW + DAY)
+    goods = Waiting(tool="wait_for_goods", event="goods", seq=0, deadline=NOW + 3 * DAY)
+    gave_up = ReplenishmentResult(
+        run_id="replenish-SKU-3-1",
+        sku="SKU-3",
+        outcome="gave_up",
+        detail="no quote",
+        started_at=NOW - DAY,
+        ended_at=NOW,
+    )
+    return [
+        SkuRow(
+            sku="SKU-1",
+            stock=item("SKU-1", 10, 50, 5),
+            runs=1,
+            active_run="replenish-SKU-1-1",
+            waiting=approval,
+            waiting_since=NOW - 600,
+            asked_price=150.0,
+            supplier="acme",
+        ),
+        SkuRow(
+            sku="SKU-2",
+            stock=item("SKU-2", 300, 100, 10),
+            runs=2,
+            active_run="replenish-SKU-2-2",
+            waiting=goods,
+            waiting_since=NOW - 6000,
+            asked_price=5.0,
+            supplier="bolt",
+        ),
+        SkuRow(sku="SKU-3", stock=item("SKU-3", 40, 30, 0), runs=1, last_outcome=gave_up),
+        SkuRow(sku="SKU-4", stock=item("SKU-4", 1, 20, 4), has_agent=False),
+    ]
+
+
+def chosen(**params: str) -> list[str]:
+    return [r.sku for r in select_rows(rows(), SkuQuery.parse(params), budget=120.0, now=NOW)]
+
+
+def test_the_skus_page_searches_sorts_and_filters() -> None:
+    assert chosen() == ["SKU-1", "SKU-2", "SKU-3", "SKU-4"]
+    assert chosen(q="ku-2") == ["SKU-2"]
+    assert chosen(waiting="manager") == ["SKU-1"]
+    assert chosen(waiting="supplier") == ["SKU-2"]
+    assert chosen(waiting="nobody") == ["SKU-3", "SKU-4"]
+    assert chosen(flag="over-budget") == ["SKU-1"]
+    assert chosen(flag="failing") == ["SKU-3"]
+    assert set(chosen(flag="below-safety")) == {"SKU-1", "SKU-4"}
+    assert chosen(sort="cover") == ["SKU-4", "SKU-1", "SKU-2", "SKU-3"], "no consumption: no cover figure, last"
+    assert chosen(sort="stock") == ["SKU-4", "SKU-1", "SKU-3", "SKU-2"], "emptiest against safety stock first"
+    assert chosen(sort="waiting")[:2] == ["SKU-2", "SKU-1"], "the longest wait first"
+    assert chosen(sort="sku", order="desc") == ["SKU-4", "SKU-3", "SKU-2", "SKU-1"]
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"sort": "price"}, "sort='price'"),
+        ({"flag": "bogus"}, "flag='bogus'"),
+        ({"colour": "red"}, "unknown parameter 'colour'"),
+        ({"q": "<script>"}, "q='<script>'"),
+        ({"q": "x" * 65}, "q="),
+    ],
+)
+def test_a_bad_skus_query_is_refused_with_its_reason(params: dict[str, str], reason: str) -> None:
+    with pytest.raises(OperatorError, match="bad query") as e:
+        SkuQuery.parse(params)
+    assert reason in str(e.value)
+
+
+def test_a_bad_spend_query_is_refused_with_its_reason() -> None:
+    for params, reason in (
+        ({"by": "month"}, "by='month'"),
+        ({"periods": "0"}, "periods='0'"),
+        ({"periods": "lots"}, "periods='lots'"),
+        ({"supplier": "a/b"}, "supplier='a/b'"),
+    ):
+        with pytest.raises(OperatorError, match="bad query") as e:
+            parsed_spend(params)
+        assert reason in str(e.value), e.value
+
+
+def test_the_skus_page_shows_stock_cover_whom_a_run_waits_on_and_flags() -> None:
+    catalogue = Catalogue(supplier_names={"bolt": "Bolt & Nut Express"})
+    html = skus(rows(), 4, SkuQuery(), NOW, 120.0, catalogue)
+    assert "2.0 d" in html and "30.0 d" in html, "days of cover"
+    assert "waits on manager" in html and "waits on supplier" in html and "Bolt &amp; Nut Express" in html
+    assert "150.00 over budget" in html and "data-flag=failing" in html and "last run gave up: no quote" in html
+    assert "no agent yet" in html and "aria-sort=ascending" in html
+
+
+def money(
+    run: str,
+    supplier: str,
+    ordered: float,
+    at: float,
+    received: float = 0.0,
+    got_at: float | None = None,
+    committed: float = 0.0,
+) -> OrderMoney:
+    return OrderMoney(
+        run_id=run,
+        sku="SKU-1",
+        supplier=supplier,
+        po_number=f"PO-{run}",
+        ordered=ordered,
+        ordered_at=at,
+        received=received,
+        received_at=got_at,
+        committed=committed,
+    )
+
+
+def test_spend_counts_each_order_in_the_period_it_was_placed_and_goods_when_booked() -> None:
+    lines = [
+        money("a", "acme", 400.0, NOW - 2 * DAY, received=400.0, got_at=NOW - DAY),
+        money("b", "bolt", 1000.0, NOW - DAY, received=250.0, got_at=NOW, committed=750.0),
+        money("c", "acme", 99.0, NOW - 40 * DAY),  # before the window
+    ]
+    s = summarise(lines, SpendQuery(by="day", periods=3), NOW, calendar=None)
+    assert [p.start for p in s.periods] == [date(2027, 1, 13), date(2027, 1, 14), date(2027, 1, 15)]
+    assert [(p.ordered, p.committed, p.received) for p in s.periods] == [
+        (400.0, 0.0, 0.0),
+        (1000.0, 750.0, 400.0),
+        (0.0, 0.0, 250.0),
+    ]
+    assert s.committed_now == 750.0 and s.orders == 2
+    assert [(x.supplier, x.ordered, x.received) for x in s.suppliers] == [
+        ("bolt", 1000.0, 250.0),
+        ("acme", 400.0, 400.0),
+    ]
+    weekly = summarise(lines, SpendQuery(by="week", periods=2), NOW, calendar=None)
+    assert weekly.periods[-1].start == date(2027, 1, 11) and weekly.periods[-1].ordered == 1400.0
+    only_bolt = summarise(lines, SpendQuery(supplier="bolt"), NOW, calendar=None)
+    assert [x.supplier for x in only_bolt.suppliers] == ["bolt"] and only_bolt.committed_now == 750.0
+
+
+def test_spend_days_are_the_site_calendars_on_a_compressed_clock() -> None:
+    fast = CalendarClock(day_seconds=10.0).model_copy(update={"origin": CalendarClock().origin.at(NOW, NOW)})
+    lines = [money("a", "acme", 10.0, NOW - 15.0)]  # 1.5 calendar days before now, on a 10 s day
+    s = summarise(lines, SpendQuery(periods=3), NOW, calendar=fast)
+    assert [p.ordered for p in s.periods] == [10.0, 0.0, 0.0]
+
+
+def test_an_order_followed_up_by_a_later_run_is_counted_once() -> None:
+    po = PurchaseOrder(po_number="PO-1", sku="SKU-1", supplier="acme", quantity=100, unit_price=2.0, quote_id="q")
+    first = ReplenishmentResult(
+        run_id="replenish-SKU-1-1",
+        sku="SKU-1",
+        outcome="unknown",
+        po=po,
+        supplier="acme",
+        quantity_ordered=100,
+        quantity_received=30,
+        unit_price=2.0,
+        ordered_at=NOW - DAY,
+        started_at=NOW - 2 * DAY,
+        ended_at=NOW - DAY / 2,
+    )
+    second = first.model_copy(
+        update={
+            "run_id": "replenish-SKU-1-2",
+            "outcome": "received",
+            "adopted_from": first.run_id,
+            "quantity_received": 100,
+            "received_before": 30,
+            "ended_at": NOW,
+        }
+    )
+    alone = from_outcome(first, adopted=set())
+    assert alone is not None and alone.committed == 140.0, "an order that may be open is committed"
+    a, b = from_outcome(first, {first.run_id}), from_outcome(second, {first.run_id})
+    assert a is not None and b is not None
+    assert (a.ordered, a.received, a.committed) == (200.0, 60.0, 0.0)
+    assert (b.ordered, b.received, b.committed) == (0.0, 140.0, 0.0)
+
+
+def test_a_run_in_progress_commits_what_is_still_to_come() -> None:
+    state = new_state()
+    state.quotes = [quote(price=3.0, qty=80)]
+    state.po = PurchaseOrder(
+        po_number="PO-SKU-1-1-1", sku="SKU-1", supplier="acme", quantity=80, unit_price=3.0, quote_id="q"
+    )
+    state.order = ack(state)
+    state.ordered_at = state.started_at + 5
+    state.received_quantity = 20
+    state.last_receipt_at = state.started_at + 50
+    m = from_state(state)
+    assert m is not None and (m.ordered, m.received, m.committed) == (240.0, 60.0, 180.0)
+    state.cancelled = True
+    cancelled = from_state(state)
+    assert cancelled is not None and cancelled.committed == 0.0, "a cancelled order commits nothing more"
+
+
+def test_the_spend_page_draws_a_chart_and_names_suppliers() -> None:
+    lines = [money("b", "bolt", 1000.0, NOW - DAY, received=250.0, got_at=NOW, committed=750.0)]
+    s = summarise(lines, SpendQuery(periods=7), NOW, calendar=None)
+    settings = InboxSettings(currency="EUR", catalogue=Catalogue(supplier_names={"bolt": "Bolt & Nut Express"}))
+    html = spend_page(s, settings)
+    assert "<svg class=chart" in html and "role=img" in html and html.count("<rect class=ordered") == 7
+    assert "Committed now" in html and "750.00 EUR" in html and "Bolt &amp; Nut Express" in html
+    assert "<script" not in html.split("<main>")[1], "the spend page needs no script"
