@@ -30,7 +30,8 @@ REPLAY ?= 1
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate test-deps demo test soak injection evals up down restart-service status console lint clean bench bench-quick bench-setup \
+.PHONY: setup restate test-deps demo test soak injection evals up down restart-service status console screenshots lint clean \
+	bench bench-quick bench-setup \
 	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
@@ -113,6 +114,11 @@ restart-service: $(INSTALLED)
 
 console: $(INSTALLED)
 	$(BIN)/replenisher console
+
+# The README's pictures of the console and the CLI (docs/screenshots/), from a small world on
+# the test fixtures' stack (free ports, not the shared one), in Debian's Chromium.
+screenshots: setup test-deps
+	REPLENISHER_SCREENSHOT_DIR=docs/screenshots $(BIN)/pytest -q tests/operator/test_console_screenshots.py
 
 status: $(INSTALLED)
 	$(BIN)/python -m replenisher.stack status $(STACK_ARGS)

@@ -1,13 +1,11 @@
 """The SKUs page, the spend view and the inbox's stock and supplier names in a real headless
 Chromium against the real stack; every page checked with axe-core, at desktop and phone width.
 
-Screenshots go to tests/artifacts/operator/, and to docs/screenshots/ (the README's) when
-REPLENISHER_SCREENSHOT_DIR names that folder (`make screenshots`).
+Screenshots go to tests/artifacts/operator/ (the README's are made by test_console_screenshots.py).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -29,16 +27,11 @@ CONSUMPTION = 0.001  # units a day: the shelf barely moves during the test, so i
 
 @pytest.fixture(scope="module")
 def axe() -> Path:
-    if docs := os.environ.get("REPLENISHER_SCREENSHOT_DIR"):
-        Path(docs).mkdir(parents=True, exist_ok=True)
     return ensure_axe()
 
 
 async def shoot(page: Any, artifacts: Path, name: str, full_page: bool = False) -> None:
     await page.screenshot(path=str(artifacts / f"{name}.png"), full_page=full_page)
-    docs = os.environ.get("REPLENISHER_SCREENSHOT_DIR")
-    if docs:
-        await page.screenshot(path=str(Path(docs) / f"{name}.png"), full_page=full_page)
 
 
 async def visit(page: Any, url: str, axe: Path, what: str, status: int = 200) -> None:
@@ -123,12 +116,14 @@ async def test_skus_spend_and_inbox_views_read_right_and_pass_accessibility_chec
 
         # --- spend: this supplier's order, ordered and received, nothing left committed
         for page, width in ((desk, "desktop"), (phone, "phone")):
-            await visit(page, f"{console.url}/spend?supplier={scenario.supplier}", axe, f"spend ({width})")
+            # 90 weeks: the test world's days last 0.25 s, so the order stays in view under load.
+            url = f"{console.url}/spend?by=week&periods=90&supplier={scenario.supplier}"
+            await visit(page, url, axe, f"spend ({width})")
             line = page.locator(f"#spend-suppliers tr[data-supplier='{scenario.supplier}']")
             text = await line.inner_text()
             assert supplier_name in text and text.count(bought) == 2 and "0.00 USD" in text, text
             assert "Committed now" in await page.locator("#committed").inner_text()
-            assert await page.locator("svg.chart rect.ordered").count() == 14
+            assert await page.locator("svg.chart rect.ordered").count() == 90
         await visit(desk, f"{console.url}/spend?by=week&periods=8", axe, "spend per week")
         await shoot(desk, artifacts, "console-spend")
         await shoot(phone, artifacts, "console-spend-phone")

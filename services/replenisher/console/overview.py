@@ -73,7 +73,9 @@ def row_of(
     run = record.active.run_id if record.active else None
     inv = invocations.get(run) if run else None
     retrying = None
-    if inv is not None and inv.backing_off:
+    # An attempt after failed ones is still a retry: between attempts it shows as backing off.
+    again = inv is not None and inv.status == "running" and (inv.retry_count or 0) > 1 and bool(inv.last_failure)
+    if inv is not None and (inv.backing_off or again):
         tries = inv.retry_count or 1
         next_at = f", next {clock(inv.next_retry_at)[11:19]}" if inv.next_retry_at else ""
         if is_outage_text(inv.last_failure_code, inv.last_failure):

@@ -115,6 +115,8 @@ tfoot th, tfoot td { font-weight: 600; }
   table.cards td.id { white-space: normal; overflow-wrap: anywhere; }
   form.decide input[type=text] { width: 100%; }
   form.decide label { flex-basis: 100%; }
+  svg.chart text { font-size: 22px; }
+  svg.chart text.minor { display: none; }
 }
 """
 
@@ -670,9 +672,13 @@ def spend_chart(s: Spend, settings: InboxSettings) -> str:
             f"<rect class=received x='{x:.1f}' y='{base - h_rec:.1f}' width='{bar:.1f}' height='{h_rec:.1f}'/></g>"
         )
         every = max(len(periods) // 7, 1)
-        if i % every == 0 or i == len(periods) - 1:
+        if (len(periods) - 1 - i) % every == 0:  # counted back from the current period, which always has its label
             label = p.start.strftime("%d %b")
-            marks.append(f"<text x='{x:.1f}' y='{height - 6}' text-anchor=middle>{label}</text>")
+            # Every other label is left out on a narrow screen, where the chart is small.
+            minor = " class=minor" if (len(periods) - 1 - i) % (every * 2) else ""
+            anchor = "end" if i == len(periods) - 1 else "middle"  # the last label ends at the chart's edge
+            edge = x + bar if anchor == "end" else x
+            marks.append(f"<text{minor} x='{edge:.1f}' y='{height - 6}' text-anchor={anchor}>{label}</text>")
     axis = f"<line x1='{left}' x2='{width}' y1='{height - bottom}' y2='{height - bottom}' class=axis />"
     return (
         f"<svg class=chart viewBox='0 0 {width} {height}' role=img aria-labelledby=chart-title>"
