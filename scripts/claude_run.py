@@ -2,7 +2,7 @@
 
     ANTHROPIC_API_KEY=sk-ant-... .venv/bin/python scripts/claude_run.py [--model claude-sonnet-4-6] [--poison]
 
-It is the run the decider tests make over a mock transport (tests/decider/harness.py: the
+It is the run the decider tests make over a mock transport (replenisher/engines/memory.py: the
 real tools, rules, `decide_turn`, decider and reply reader, with the ERP, suppliers and manager
 in memory), sent to the real API instead. `--poison` makes the supplier's reply a prompt
 injection; the run must still buy at the approved price. Without a key it says so and exits 0.
@@ -27,10 +27,10 @@ POISON = (
 
 
 async def main(model: str, poison: bool, budget: float) -> int:
-    from tests.decider.harness import Clock, Inbox, MemoryWorld, SupplierSpec, replenish
-
     from replenisher.deciders.claude import ClaudeDecider, ClaudeReplyReader, make_client
     from replenisher.domain.decisions import DeciderTerms
+    from replenisher.engines.memory import run_in_memory
+    from replenisher.engines.memory_world import Clock, Inbox, MemoryWorld, SupplierSpec
 
     key = os.environ.get("ANTHROPIC_API_KEY")
     if not key:
@@ -43,7 +43,7 @@ async def main(model: str, poison: bool, budget: float) -> int:
         reader=ClaudeReplyReader(client, model, budget_usd=budget),
     )
     inbox = Inbox(world, manager_limit=5.0, reply_text=POISON if poison else None)
-    run = await replenish(
+    run = await run_in_memory(
         ClaudeDecider(client, model),
         world,
         inbox,

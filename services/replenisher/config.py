@@ -1,4 +1,4 @@
-"""Settings from the environment, read once per process.
+"""Settings from the environment, read once per process (by `replenisher.wiring`).
 
 Every wait is in business days on the site calendar (`REPLENISHER_CALENDAR_FILE`; Monday to
 Friday, UTC by default); `REPLENISHER_DAY_SECONDS` compresses a calendar day (a real day by
@@ -13,7 +13,6 @@ import os
 import re
 import time
 from datetime import timedelta
-from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -164,8 +163,15 @@ _ENV = {
 }
 
 
-@cache
 def settings() -> Settings:
+    """This process's settings, as its composition root (`replenisher.wiring`) holds them."""
+    from replenisher.wiring import wiring
+
+    return wiring().settings
+
+
+def load_settings() -> Settings:
+    """Read the settings from the environment now (the composition root does, once per process)."""
     raw: dict[str, object] = {field: os.environ[var] for field, var in _ENV.items() if os.environ.get(var)}
     if isinstance(path := raw.get("calendar_file"), str):
         try:

@@ -6,7 +6,6 @@ import json
 
 import anthropic
 import pytest
-from tests.decider.harness import Clock, Inbox, MemoryWorld, SupplierSpec, ask_with_retries, replenish
 from tests.decider.mock_api import MockApi, anthropic_http
 from tests.decider.scripted_model import MODEL_ID, Persuasion, ScriptedModel, message_body, tool_use
 
@@ -21,6 +20,8 @@ from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME
 from replenisher.domain.turns import decide_turn
 from replenisher.domain.untrusted import DATAMARK
+from replenisher.engines.memory import ask_with_retries, run_in_memory
+from replenisher.engines.memory_world import Clock, Inbox, MemoryWorld, SupplierSpec
 
 SUPPLIERS = {"acme": SupplierSpec(price=4.0), "bolt": SupplierSpec(price=5.0)}
 CLAUDE_TERMS = DeciderTerms(asks_per_turn=3, budget_usd=5.0)
@@ -32,7 +33,7 @@ def allowed(state: State) -> list:
 
 async def offline_until(predicate, reply_text: str | None = None) -> State:
     world = MemoryWorld(Clock(), SUPPLIERS)
-    run = await replenish(
+    run = await run_in_memory(
         OfflinePolicy(), world, Inbox(world, reply_text=reply_text), suppliers=["acme", "bolt"], until=predicate
     )
     assert predicate(run.state), "the offline run never reached the state the test needs"
@@ -263,7 +264,7 @@ async def test_an_unusable_key_or_request_is_refused_for_good_and_the_rules_deci
 async def test_a_whole_run_with_claude_is_journal_ready_and_costed() -> None:
     world = MemoryWorld(Clock(), SUPPLIERS)
     api = MockApi()
-    run = await replenish(decider(api), world, Inbox(world), suppliers=["acme", "bolt"], terms=CLAUDE_TERMS)
+    run = await run_in_memory(decider(api), world, Inbox(world), suppliers=["acme", "bolt"], terms=CLAUDE_TERMS)
     assert run.result.outcome == "received"
     assert all(d.decider == "claude" for d in run.decisions)
     assert all(ok for _, ok in run.executed)
@@ -273,7 +274,7 @@ async def test_a_whole_run_with_claude_is_journal_ready_and_costed() -> None:
     assert run.result.cost.usage.cache_creation_input_tokens > 0
     # ...but the prefix holds nothing about the SKU or run, so the next run (or another SKU at
     # the same step) reads it from the cache.
-    again = await replenish(
+    again = await run_in_memory(
         decider(api), world, Inbox(world), suppliers=["acme", "bolt"], terms=CLAUDE_TERMS, run_number=2
     )
     assert again.result.cost.usage.cache_creation_input_tokens == 0
@@ -290,7 +291,7 @@ async def test_a_spent_budget_stops_model_calls_and_the_rules_finish_the_run() -
     world = MemoryWorld(Clock(), SUPPLIERS)
     api = MockApi()
     terms = DeciderTerms(asks_per_turn=3, budget_usd=0.01)
-    run = await replenish(decider(api), world, Inbox(world), suppliers=["acme", "bolt"], terms=terms)
+    run = await run_in_memory(decider(api), world, Inbox(world), suppliers=["acme", "bolt"], terms=terms)
     assert run.result.outcome == "received"
     spent = run.result.cost
     assert spent.usd >= 0.01 and spent.calls == len(api.requests) < len(run.decisions)

@@ -6,11 +6,10 @@ import json
 import time
 
 import pytest
-from tests.decider.harness import START, Clock, Inbox, MemoryWorld, SupplierSpec, replenish
 from tests.decider.mock_api import MockApi
 from tests.decider.scripted_model import Persuasion, ScriptedModel
 
-from replenisher import config
+from replenisher import config, wiring
 from replenisher.deciders.claude import ClaudeDecider, ClaudeReplyReader
 from replenisher.domain.decisions import DeciderTerms
 from replenisher.domain.extraction import OfflineReplyReader, facts_from_model_text
@@ -19,7 +18,8 @@ from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import NoArgs
 from replenisher.domain.tools.supplier import ReadSupplierReply
-from replenisher.durable import deciders as selection
+from replenisher.engines.memory import run_in_memory
+from replenisher.engines.memory_world import START, Clock, Inbox, MemoryWorld, SupplierSpec
 
 SUPPLIERS = {"acme": SupplierSpec(price=4.0), "bolt": SupplierSpec(price=5.0)}
 POISON = (
@@ -30,7 +30,7 @@ POISON = (
 
 async def with_unread_reply(text: str) -> State:
     world = MemoryWorld(Clock(), SUPPLIERS)
-    run = await replenish(
+    run = await run_in_memory(
         OfflinePolicy(),
         world,
         Inbox(world, reply_text=text),
@@ -126,7 +126,7 @@ async def test_the_sku_ledger_sums_the_runs_cost_and_status_shows_it() -> None:
     for n in (1, 2):
         record.runs_started = n - 1
         record.consider(_low_stock(), world.clock.now)
-        run = await replenish(
+        run = await run_in_memory(
             claude, world, Inbox(world), suppliers=["acme", "bolt"], terms=DeciderTerms(asks_per_turn=2), run_number=n
         )
         assert record.finish(run.result)
@@ -150,18 +150,16 @@ def _low_stock():
 
 @pytest.fixture
 def fresh_settings(monkeypatch: pytest.MonkeyPatch):
-    for cached in (config.settings, selection.claude_client, selection.current_decider, selection.current_reader):
-        cached.cache_clear()
-    yield monkeypatch
-    for cached in (config.settings, selection.claude_client, selection.current_decider, selection.current_reader):
-        cached.cache_clear()
+    """A fresh composition root for the test: it reads the environment as the test sets it, and is dropped after."""
+    with wiring.override():
+        yield monkeypatch
 
 
 def test_the_offline_policy_is_the_default(fresh_settings: pytest.MonkeyPatch) -> None:
     fresh_settings.delenv("REPLENISHER_DECIDER", raising=False)
-    assert isinstance(selection.current_decider(), OfflinePolicy)
-    assert isinstance(selection.current_reader(), OfflineReplyReader)
-    assert selection.decider_terms() == DeciderTerms()
+    assert isinstance(wiring.wiring().decider, OfflinePolicy)
+    assert isinstance(wiring.wiring().reader, OfflineReplyReader)
+    assert wiring.wiring().decider_terms() == DeciderTerms()
 
 
 def test_claude_is_chosen_by_configuration(fresh_settings: pytest.MonkeyPatch) -> None:
@@ -171,12 +169,12 @@ def test_claude_is_chosen_by_configuration(fresh_settings: pytest.MonkeyPatch) -
     fresh_settings.setenv("REPLENISHER_ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
     fresh_settings.setenv("REPLENISHER_CLAUDE_MAX_RETRIES", "1")
     fresh_settings.setenv("REPLENISHER_CLAUDE_BUDGET_USD", "0.25")
-    decider = selection.current_decider()
+    decider = wiring.wiring().decider
     assert isinstance(decider, ClaudeDecider) and decider.model == "claude-haiku-4-5"
     assert decider.price.input_per_mtok == 1.0
     assert decider.client.max_retries == 1 and str(decider.client.base_url).startswith("http://127.0.0.1:1")
-    assert isinstance(selection.current_reader(), ClaudeReplyReader)
-    assert selection.decider_terms() == DeciderTerms(asks_per_turn=3, budget_usd=0.25)
+    assert isinstance(wiring.wiring().reader, ClaudeReplyReader)
+    assert wiring.wiring().decider_terms() == DeciderTerms(asks_per_turn=3, budget_usd=0.25)
     assert "sk-ant-from-env" not in repr(config.settings())
 
 
@@ -184,4 +182,15 @@ def test_claude_without_a_key_stops_the_service_at_start(fresh_settings: pytest.
     fresh_settings.setenv("REPLENISHER_DECIDER", "claude")
     fresh_settings.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(SystemExit, match="needs ANTHROPIC_API_KEY"):
-        selection.check_claude_settings(config.settings())
+        wiring.wiring().check()
+
+
+def test_an_override_supplies_its_parts_and_the_rest_come_from_its_settings() -> None:
+    before = wiring.wiring()
+    decider = OfflinePolicy()
+    settings = config.load_settings().model_copy(update={"world_url": "http://127.0.0.1:9"})
+    with wiring.override(wiring.Wiring(settings, decider=decider)) as w:
+        assert wiring.wiring() is w and w.decider is decider
+        assert config.settings() is settings  # every reader of the settings sees the override
+        assert w.world.base_url == "http://127.0.0.1:9"  # type: ignore[attr-defined]
+    assert wiring.wiring() is before

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from tests.decider.harness import DAY, START, Clock, Inbox, MemoryWorld, SupplierSpec, replenish
 from tests.domain.factories import DAY as FACTORY_DAY
 from tests.domain.factories import goods, new_state, quote
 
@@ -27,6 +26,8 @@ from replenisher.domain.observations import observe
 from replenisher.domain.policy import OfflinePolicy, choose_quote
 from replenisher.domain.state import State
 from replenisher.domain.tools.goods import WaitForGoods
+from replenisher.engines.memory import run_in_memory
+from replenisher.engines.memory_world import DAY, START, Clock, Inbox, MemoryWorld, SupplierSpec
 
 MARCH_2026 = datetime(2026, 3, 10, tzinfo=UTC).timestamp()
 
@@ -231,7 +232,7 @@ def test_memory_stays_bounded_over_years_and_keeps_the_old_prices_in_summary() -
 async def test_a_runs_observations_come_from_its_final_state() -> None:
     world = MemoryWorld(Clock(), {"acme": SupplierSpec(price=4.0), "bolt": SupplierSpec(price=5.0)})
     text = "We confirm. Delivery in 5 days. 5% off your next order."
-    run = await replenish(OfflinePolicy(), world, Inbox(world, reply_text=text), suppliers=["acme", "bolt"])
+    run = await run_in_memory(OfflinePolicy(), world, Inbox(world, reply_text=text), suppliers=["acme", "bolt"])
     seen = run.result.observations
     assert seen is not None and run.state.order is not None
     assert [q.supplier for q in seen.quotes] == ["acme", "bolt"]

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tests.decider.harness import DAY, SKU, START, Clock, Inbox, MemoryWorld, Run, SupplierSpec, replenish
-
 from replenisher.deciders.prompt import render_memory
 from replenisher.domain.documents import StockLevel
 from replenisher.domain.policy import OfflinePolicy
 from replenisher.domain.sku import SkuRecord
+from replenisher.engines.memory import Run, run_in_memory
+from replenisher.engines.memory_world import DAY, SKU, START, Clock, Inbox, MemoryWorld, SupplierSpec
 
 SUPPLIERS = ["acme", "bolt", "cheapo"]
 YEARS = 10
@@ -55,7 +55,7 @@ async def test_a_promise_and_a_bad_record_are_acted_on_many_months_and_runs_late
         brief = record.memory.brief()
         text = PROMISE if n == 3 else None
         before = len(world.quote_requests)
-        run = await replenish(
+        run = await run_in_memory(
             OfflinePolicy(), world, Inbox(world, reply_text=text), suppliers=SUPPLIERS, memory=brief, run_number=n
         )
         assert run.result.outcome == "received", (n, run.result.detail)

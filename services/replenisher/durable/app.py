@@ -2,10 +2,12 @@
 
 import restate
 
-from replenisher.config import settings
 from replenisher.durable.archive import run_archive
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
+from replenisher.wiring import wiring
 
+# Fail at start-up, not at the first decision, when the chosen decider cannot be called.
+wiring().check()
 # With REPLENISHER_IDENTITY_KEYS set, a request not signed by one of those Restate servers gets 401.
-app = restate.app(services=[sku_agent, replenish, run_archive], identity_keys=list(settings().identity_keys))
+app = restate.app(services=[sku_agent, replenish, run_archive], identity_keys=list(wiring().settings.identity_keys))

@@ -32,14 +32,14 @@ from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.tools.vetting import ack_mismatches
 from replenisher.domain.waits import WaitOverrides
-from replenisher.durable.deciders import decider_terms
 from replenisher.durable.probes import crash_point, hold_point
 from replenisher.durable.replenish import AdoptedOrder, Message, RunRequest
 from replenisher.durable.replenish import deliver as deliver_to_run
 from replenisher.durable.replenish import run as replenish_run
-from replenisher.durable.steps import outside_world, step
+from replenisher.durable.steps import step
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, describe, validated
+from replenisher.wiring import wiring
 
 sku_agent = restate.VirtualObject("SkuAgent")
 
@@ -111,7 +111,7 @@ async def load_or_create(ctx: ObjectContext) -> SkuRecord:
 
 async def read_stock(ctx: ObjectContext) -> StockLevel:
     try:
-        return await step(ctx, "read stock", StockLevel, outside_world().erp.get_stock, ctx.key())
+        return await step(ctx, "read stock", StockLevel, wiring().world.erp.get_stock, ctx.key())
     except TerminalError as e:
         if e.status_code == 404:
             raise TerminalError(f"unknown SKU {ctx.key()!r}: the ERP does not stock it", status_code=404) from e
@@ -127,7 +127,7 @@ def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedO
         origin=settings().clock.origin,
         approval_policy=settings().approval_policy,
         memory=record.memory.brief(at, settings().day_seconds),
-        decider_terms=decider_terms(),
+        decider_terms=wiring().decider_terms(),
         adopt=adopt,
     )
 
@@ -149,7 +149,7 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     po = unresolved.po
 
     async def look_up() -> OrderLookup:
-        return OrderLookup(ack=await outside_world().suppliers.find_order(po.supplier, po.po_number))
+        return OrderLookup(ack=await wiring().world.suppliers.find_order(po.supplier, po.po_number))
 
     try:
         lookup = await step(ctx, f"reconcile {po.po_number}", OrderLookup, look_up)
@@ -317,7 +317,7 @@ async def booked_receipt(
     """The ERP's record of the claimed receipt; a receipt it does not hold is refused and recorded."""
 
     async def look_up() -> ReceiptLookup:
-        return ReceiptLookup(booked=await outside_world().erp.find_receipt(claimed.receipt_id))
+        return ReceiptLookup(booked=await wiring().world.erp.find_receipt(claimed.receipt_id))
 
     try:
         lookup = await step(ctx, f"look up receipt {claimed.receipt_id}", ReceiptLookup, look_up)

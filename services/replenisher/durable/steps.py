@@ -9,7 +9,6 @@ comes back to the harness as a `TerminalError`, which it hands to the tool's
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from functools import cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -17,7 +16,7 @@ from restate import Context, RunOptions
 from restate.exceptions import TerminalError
 
 from replenisher.config import settings
-from replenisher.domain.ports import Rejected, World
+from replenisher.domain.ports import Rejected
 from replenisher.durable.probes import crash_point, hold_point
 
 T = TypeVar("T", bound=BaseModel)
@@ -32,14 +31,6 @@ def retry_options(type_hint: type[T]) -> RunOptions[T]:
         retry_interval_factor=2.0,
         max_retry_interval=s.step_max_retry,
     )
-
-
-@cache
-def outside_world() -> World:
-    from replenisher.adapters.world import HttpWorld
-    from replenisher.durable.deciders import current_reader
-
-    return HttpWorld(settings().world_url, reader=current_reader())
 
 
 async def step(ctx: Context, name: str, result: type[T], action: Callable[..., Awaitable[T]], *args: Any) -> T:

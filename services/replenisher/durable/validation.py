@@ -18,20 +18,14 @@ from pydantic import BaseModel, ValidationError
 from restate.exceptions import TerminalError
 from restate.serde import Serde
 
+from replenisher.loop.request import describe
+
 M = TypeVar("M", bound=BaseModel)
 
 
 class BadInput:
     def __init__(self, reason: str) -> None:
         self.reason = reason
-
-
-def describe(error: ValidationError) -> str:
-    parts = []
-    for err in error.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "body"
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
 
 
 class LenientJson(Serde[Any]):

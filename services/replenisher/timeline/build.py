@@ -2,7 +2,8 @@
 
 The journal gives the times: the workflow journals every decision (`decide N`), every step
 (`<tool> N`), every delay (`before <tool> N`) and every wait (a durable promise raced
-against a timer), so each turn's spans come out of it with their start and end. The run's
+against a timer), under the names `replenisher.loop.names` gives them (and parses back
+here), so each turn's spans come out of it with their start and end. The run's
 state (`history`) gives what people read: the tool, the decider's reason, the summary.
 
 Outage bands come from the failed attempts Restate records per invocation
@@ -19,7 +20,6 @@ the SKU's record keeps.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel
@@ -27,13 +27,10 @@ from pydantic import BaseModel
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Wait
+from replenisher.loop import names
 from replenisher.timeline.journal import JournalEntry, TransientFailure
 from replenisher.timeline.model import Band, Decision, Invocation, Span, Timeline, Turn, Waiting
 
-STEP = re.compile(r"^(?P<tool>[a-z_]+) (?P<turn>\d+)$")
-DELAY = re.compile(r"^before (?P<tool>[a-z_]+) (?P<turn>\d+)$")
-# Steps a wait takes while it waits: a reminder at a point of its window, an escalation at its end.
-DURING_WAIT = re.compile(r"^(?:remind \S+ \d+%|escalate [a-z_]+)$")
 WAIT_TOOL_FOR_EVENT = {t.event: t.name for t in TOOLS if isinstance(t, Wait)}
 UNREACHABLE_CODES = {"RT0010"}
 UNREACHABLE_WORDS = ("connection refused", "broken pipe", "stream closed", "connection reset", "trying to connect")
@@ -150,19 +147,20 @@ def _turns_from_journal(entries: list[JournalEntry]) -> tuple[dict[int, Turn], d
     for entry in entries:
         cid = entry.completion_id
         if entry.is_command:
-            if entry.kind == "Run" and (m := STEP.match(entry.name)):
-                n = int(m["turn"])
-                if m["tool"] == "decide":
+            if entry.kind == "Run" and (m := names.parse_step(entry.name)):
+                n = m.turn
+                if m.tool == names.DECIDE:
                     current = n
                     span = Span(kind="decision", name="decide", start=entry.at)
                     turn(n).spans.append(span)
                 else:
-                    span = Span(kind="step", name=m["tool"], start=entry.at)
-                    turn(n, m["tool"]).spans.append(span)
+                    span = Span(kind="step", name=m.tool, start=entry.at)
+                    turn(n, m.tool).spans.append(span)
                 steps[entry.name] = span
                 if cid is not None:
                     waiting_on[cid] = (span, "run")
-            elif entry.kind == "Run" and DURING_WAIT.match(entry.name):
+            elif entry.kind == "Run" and names.is_during_wait(entry.name):
+                # A step the wait took while it waited: a reminder, an escalation at its end.
                 span = Span(kind="step", name=entry.name, start=entry.at)
                 turn(current).spans.append(span)
                 steps[entry.name] = span
@@ -171,9 +169,9 @@ def _turns_from_journal(entries: list[JournalEntry]) -> tuple[dict[int, Turn], d
                 if last_wait is not None and last_wait.ended_by == "timeout":
                     # The timer that fired was the reminder's (or the first window's): still waiting.
                     last_wait.end = last_wait.ended_by = last_wait.deadline = None
-            elif entry.kind == "Sleep" and (m := DELAY.match(entry.name)):
+            elif entry.kind == "Sleep" and (m := names.parse_delay(entry.name)):
                 span = Span(kind="delay", name=entry.name, start=entry.at, deadline=entry.wake_up_at)
-                turn(int(m["turn"]), m["tool"]).spans.append(span)
+                turn(m.turn, m.tool).spans.append(span)
                 if cid is not None:
                     waiting_on[cid] = (span, "delay")
             elif entry.kind == "Sleep" and last_wait is not None and last_wait.deadline is None:
@@ -181,7 +179,7 @@ def _turns_from_journal(entries: list[JournalEntry]) -> tuple[dict[int, Turn], d
                 if cid is not None:
                     waiting_on[cid] = (last_wait, "timer")
             elif (key := entry.promise_key) is not None:
-                tool = WAIT_TOOL_FOR_EVENT.get(key.rsplit("-", 1)[0], "wait")
+                tool = WAIT_TOOL_FOR_EVENT.get(names.promise_event(key), "wait")
                 span = Span(kind="wait", name=tool, start=entry.at, promise=key)
                 if entry.kind == "PeekPromise":
                     # The deadline had passed when the run got here: it took a message already there, or none.
@@ -237,13 +235,13 @@ def _add_step_errors(
 def _unjournaled_step(
     turns: dict[int, Turn], steps: dict[str, Span], command: str, at: float, entries: list[JournalEntry]
 ) -> Span | None:
-    m = STEP.match(command)
-    if m is None or m["tool"] == "decide":
+    m = names.parse_step(command)
+    if m is None or m.tool == names.DECIDE:
         return None
     before = [e.at for e in entries if e.at <= at]
-    span = Span(kind="step", name=m["tool"], start=max(before) if before else at)
-    n = int(m["turn"])
-    turn = turns.setdefault(n, Turn(turn=n, tool=m["tool"]))
+    span = Span(kind="step", name=m.tool, start=max(before) if before else at)
+    n = m.turn
+    turn = turns.setdefault(n, Turn(turn=n, tool=m.tool))
     turn.spans.append(span)
     steps[command] = span
     return span
@@ -291,12 +289,10 @@ def _decisions(turns: dict[int, Turn], decisions: list[Decision], state: State |
             by_round[current] = d
     for turn in turns.values():
         action = turn.action
-        if action is None or action.kind != "wait" or not (action.promise or "").startswith("approval-"):
+        promise = names.parse_promise(action.promise or "") if action is not None and action.kind == "wait" else None
+        if promise is None or promise.event != "approval":
             continue
-        try:
-            n = int((action.promise or "").rsplit("-", 1)[1])
-        except ValueError:
-            continue
+        n = promise.seq
         d = by_round.get(n)
         if d is None and action.end is None:
             d = by_round[n] = Decision(round=n, status="pending")

@@ -26,6 +26,7 @@ from replenisher.domain.documents import Sku
 from replenisher.domain.security import without_secrets
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
+from replenisher.loop import names
 from replenisher.timeline.build import is_outage_text
 from replenisher.timeline.format import clock
 from replenisher.timeline.journal import (
@@ -323,11 +324,11 @@ class RestateClient:
     async def stored_run_view(self, run_id: str) -> RunView:
         rows = await self.sql(
             "SELECT key, value_utf8 FROM state WHERE service_name = 'Replenish' "
-            f"AND service_key = {literal(run_id)} AND key IN ('state', 'waiting')"
+            f"AND service_key = {literal(run_id)} AND key IN ({literal(names.STATE)}, {literal(names.WAITING)})"
         )
         values = {r["key"]: r["value_utf8"] for r in rows if r.get("value_utf8")}
-        state = State.model_validate_json(values["state"]) if "state" in values else None
-        waiting = Waiting.model_validate_json(values["waiting"]) if "waiting" in values else None
+        state = State.model_validate_json(values[names.STATE]) if names.STATE in values else None
+        waiting = Waiting.model_validate_json(values[names.WAITING]) if names.WAITING in values else None
         return RunView(state=without_secrets(state) if state else None, waiting=waiting)
 
     async def deliver(
@@ -360,7 +361,8 @@ class RestateClient:
 
     async def waiting_runs(self) -> dict[str, Waiting]:
         rows = await self.sql(
-            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'Replenish' AND key = 'waiting'"
+            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'Replenish' "
+            f"AND key = {literal(names.WAITING)}"
         )
         return {r["service_key"]: Waiting.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")}
 
@@ -369,7 +371,8 @@ class RestateClient:
             return {}
         keys = ", ".join(literal(r) for r in run_ids)
         rows = await self.sql(
-            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'Replenish' AND key = 'state' "
+            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'Replenish' "
+            f"AND key = {literal(names.STATE)} "
             f"AND service_key IN ({keys})"
         )
         return {r["service_key"]: State.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")}
@@ -383,7 +386,7 @@ class RestateClient:
             "SELECT i.target_service_key AS run, max(j.appended_at) AS since FROM sys_journal j "
             "JOIN sys_invocation i ON j.id = i.id "
             f"WHERE i.target IN ({targets}) AND j.entry_type = 'Command: SetState' "
-            "AND j.entry_lite_json LIKE '%\"waiting\"%' GROUP BY i.target_service_key"
+            f"AND j.entry_lite_json LIKE '%\"{names.WAITING}\"%' GROUP BY i.target_service_key"
         )
         return {r["run"]: t for r in rows if (t := epoch(r.get("since"))) is not None}
 

@@ -1,23 +1,16 @@
-"""A whole replenishment in memory: the real tools, rules, `decide_turn` and deciders; no Restate, no HTTP.
+"""A simulated world in memory: ERP, suppliers, the manager and what arrives at the SKU's address.
 
-The loop is the workflow's (`durable/replenish.py`): each turn the allowed tools are offered,
-the decider's choice goes through `decide_turn` (checked, re-asked, or taken by the rules),
-a call tool's `execute` runs against `MemoryWorld`, a wait gets the next message from `Inbox`
-(or its deadline passes), and `apply` folds the result in. Restate's bounded step retry is
-stood in for by `ask_with_retries`. Time is a `Clock` the waits move forward; tools that read
-the clock inside `execute` see it too.
+Used by the in-memory engine (`replenisher.engines.memory`) for the suites and for
+`scripts/claude_run.py`; every call the agent makes is recorded, so a test can judge a run
+from the world's records as it would on the real stack. Time is a `Clock` the waits move forward.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from unittest import mock
 
-from replenisher.domain.decisions import GOAL, Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.documents import (
     ApprovalDecision,
     ApprovalReminder,
@@ -35,13 +28,9 @@ from replenisher.domain.documents import (
     SupplierReply,
 )
 from replenisher.domain.extraction import OfflineReplyReader
-from replenisher.domain.memory import MemoryBrief
-from replenisher.domain.outcomes import ReplenishmentResult, result_of
 from replenisher.domain.ports import Rejected, ReplyReader
-from replenisher.domain.state import State, TurnRecord
-from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME, Call, Done, Tool, Wait
-from replenisher.domain.tools.limits import MAX_TURNS
-from replenisher.domain.turns import Ask, DeciderUnavailable, decide_turn
+from replenisher.domain.state import State
+from replenisher.domain.tools import Wait
 
 DAY = 86_400.0
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -58,12 +47,6 @@ class Clock:
 
     def advance(self, days: float) -> None:
         self.now += days * DAY
-
-
-@contextmanager
-def clock_as_time(clock: Clock) -> Iterator[None]:
-    with mock.patch("time.time", clock):
-        yield
 
 
 @dataclass
@@ -225,83 +208,3 @@ class Inbox:
             sku=state.sku,
             quantity=state.order.quantity - state.received_quantity,
         )
-
-
-def ask_with_retries(decider: Decider, state: State, allowed: list[Tool], attempts: int = 4) -> Ask:
-    """Restate's bounded step retry, in memory: transient errors are retried, `Rejected` is final."""
-
-    async def ask(attempt: int, refusals: tuple[Refusal, ...] | Any) -> Decision:
-        last: Exception | None = None
-        for _ in range(attempts):
-            try:
-                return await decider.decide(GOAL, state, allowed, refusals)
-            except Rejected as e:
-                raise DeciderUnavailable(e.reason) from e
-            except Exception as e:
-                last = e
-        raise DeciderUnavailable(f"retries spent: {last}")
-
-    return ask
-
-
-@dataclass
-class Run:
-    state: State
-    result: ReplenishmentResult
-    world: MemoryWorld
-    inbox: Inbox
-    decisions: list[Decision]
-    executed: list[tuple[str, bool]]
-    """Each tool run, and whether the rules allowed it at that moment."""
-
-
-async def replenish(
-    decider: Decider,
-    world: MemoryWorld,
-    inbox: Inbox,
-    *,
-    suppliers: list[str],
-    memory: MemoryBrief | None = None,
-    terms: DeciderTerms | None = None,
-    run_number: int = 1,
-    on_hand: int = 5,
-    until: Callable[[State], bool] | None = None,
-) -> Run:
-    clock = world.clock
-    stock = StockLevel(sku=SKU, on_hand=on_hand, safety_stock=20, target_stock=100, suppliers=suppliers)
-    state = State.start(f"replenish-{SKU}-{run_number}", stock, DAY, clock.now)
-    state.memory = memory
-    terms = terms or DeciderTerms()
-    decisions: list[Decision] = []
-    executed: list[tuple[str, bool]] = []
-    for turn in range(MAX_TURNS):
-        state.now = clock.now  # as the durable loop reads its journaled clock each turn
-        allowed = [t for t in TOOLS if t.allowed(state)]
-        if not allowed or (until is not None and until(state)):
-            break
-        decision = await decide_turn(turn, state, allowed, ask_with_retries(decider, state, allowed), terms)
-        decisions.append(decision)
-        tool = TOOLS_BY_NAME[decision.tool]
-        executed.append((tool.name, tool.allowed(state)))
-        args = tool.parse_args(decision.args)
-        if isinstance(tool, Done):
-            state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason))
-            break
-        if isinstance(tool, Wait):
-            payload = inbox.next(tool, state)
-            state.now = clock.now
-            if payload is not None:
-                state.mark_consumed(tool.event)
-            summary = tool.apply(state, payload)
-        else:
-            assert isinstance(tool, Call)
-            try:
-                with clock_as_time(clock):
-                    result = await tool.execute(state, args, world)
-            except Rejected as e:
-                summary = tool.apply_failure(state, args, e.reason)
-            else:
-                summary = tool.apply(state, args, result)
-        state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary))
-        clock.advance(0.01)
-    return Run(state, result_of(state, clock.now), world, inbox, decisions, executed)

@@ -1,0 +1,171 @@
+"""`RestateEngine`: the loop's engine on a Restate workflow context.
+
+Every primitive is one Restate journal entry (or the same few, in the same order, that the
+workflow always wrote), named by `replenisher.loop.names`: decisions and steps are
+`ctx.run` with the standard bounded retry, delays and deadlines are durable timers,
+messages are durable promises resolved by `Replenish.deliver`, and the state and the
+current wait are workflow state the views read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import TypeVar
+
+import restate
+from pydantic import BaseModel
+from restate import RestateDurableFuture, WorkflowContext
+from restate.exceptions import TerminalError
+from restate.serde import BytesSerde
+
+from replenisher.domain.archive import ArchivedTurn, RunArchive
+from replenisher.domain.decisions import GOAL, Decider, Decision, Refusal
+from replenisher.domain.documents import EventKind
+from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.ports import Rejected, World
+from replenisher.domain.security import SecurityNotes
+from replenisher.domain.state import State
+from replenisher.domain.tools import Tool
+from replenisher.domain.turns import DeciderUnavailable
+from replenisher.durable.archive import send_begin, send_finish, send_turn
+from replenisher.durable.probes import crash_point, record_decision
+from replenisher.durable.steps import retry_options, step
+from replenisher.loop import names
+from replenisher.loop.engine import Effect, RunStopped, StepFailed
+from replenisher.loop.request import CurrentWait
+from replenisher.wiring import wiring
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@contextmanager
+def _stops() -> Iterator[None]:
+    try:
+        yield
+    except TerminalError as e:
+        raise RunStopped(e.message) from e
+
+
+class RestateEngine:
+    def __init__(
+        self, ctx: WorkflowContext, sku: str, decider: Decider | None = None, world: World | None = None
+    ) -> None:
+        self.ctx = ctx
+        self.run_id = ctx.key()
+        self.sku = sku
+        # Deployments are immutable, so this is the same on every replay of a run: it tells which
+        # code a turn ran on (a run that started before an upgrade finishes on the old code).
+        self.code = wiring().settings.code_version
+        self.decider = decider if decider is not None else wiring().decider
+        self._world = world
+        self._security_sent = 0
+        self._pending: dict[str, RestateDurableFuture[bytes]] = {}
+
+    @property
+    def world(self) -> World:
+        return self._world if self._world is not None else wiring().world
+
+    async def now(self) -> float:
+        with _stops():
+            return await self.ctx.time()
+
+    async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
+        """One ask as a journaled step, retried with backoff; a replay returns the journaled answer."""
+        scope, turn, decider = self.run_id, names.decision_turn(name), self.decider
+
+        async def take_decision() -> Decision:
+            crash_point(scope, name, "before")
+            record_decision(scope, turn)
+            try:
+                decision = await decider.decide(GOAL, state, allowed, refusals)
+            except Rejected as e:
+                raise TerminalError(e.reason, status_code=e.status) from e
+            crash_point(scope, name, "after")
+            return decision
+
+        try:
+            return await self.ctx.run_typed(name, take_decision, retry_options(Decision))
+        except TerminalError as e:
+            raise DeciderUnavailable(e.message) from e
+
+    def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
+        pass  # the journal holds every ask; the rules' pick follows from it on replay
+
+    async def step(self, name: str, effect: Effect[T]) -> T:
+        try:
+            return await step(self.ctx, name, effect.result, effect.run, self.world)
+        except TerminalError as e:
+            raise StepFailed(e.message) from e
+
+    async def sleep(self, name: str, seconds: float) -> None:
+        with _stops():
+            await self.ctx.sleep(timedelta(seconds=seconds), name=name)
+
+    async def receive(self, event: EventKind, seq: int, timeout: float | None) -> bytes | None:  # noqa: ASYNC109
+        # Read as bytes, parsed by the loop: no value anyone resolved the promise with can
+        # fail the run in the SDK's serde.
+        key = names.message_promise(event, seq)
+        promise = self.ctx.promise(key, serde=BytesSerde())
+        with _stops():
+            if timeout is None:
+                return await promise.value()
+            if timeout <= 0:
+                return await promise.peek()
+            # One read of the promise per wait, raced again against each new timer.
+            message = self._pending.get(key) or promise.value()
+            self._pending[key] = message
+            match await restate.select(message=message, timeout=self.ctx.sleep(timedelta(seconds=timeout))):
+                case ["message", value]:
+                    return value  # type: ignore[no-any-return]
+            return None
+
+    async def arrived_by(self, event: EventKind, seq: int, deadline: float) -> bool:
+        """Whether the message reached the SKU's address by the deadline, though it is not here yet.
+
+        While the service was down, Restate held the deliver and this run's timer alike; when it
+        came back the timer may have won. The call is to an exclusive handler of the SKU, so it
+        runs after every deliver Restate accepted for the SKU before it: what it reports routed is
+        all that arrived, with when it arrived (the inbound endpoint's stamp, else the SKU's clock).
+        """
+        from replenisher.durable.sku_agent import RoutedQuery, arrival_of
+
+        with _stops():
+            arrival = await self.ctx.object_call(
+                arrival_of, self.sku, RoutedQuery(run_id=self.run_id, event=event, seq=seq)
+            )
+        return arrival.arrived_at is not None and arrival.arrived_at <= deadline
+
+    def checkpoint(self, state: State) -> None:
+        """The state for the views, and security events the SKU has not heard of yet to its record now."""
+        from replenisher.durable.sku_agent import note_security
+
+        with _stops():
+            self.ctx.set(names.STATE, state)
+            fresh = state.security_events[self._security_sent :]
+            if fresh:
+                self.ctx.object_send(note_security, state.sku, SecurityNotes(run_id=state.run_id, events=fresh))
+        self._security_sent = len(state.security_events)
+
+    def show_wait(self, wait: CurrentWait | None) -> None:
+        with _stops():
+            if wait is None:
+                self.ctx.clear(names.WAITING)
+            else:
+                self.ctx.set(names.WAITING, wait)
+
+    def begin(self, archive: RunArchive) -> None:
+        with _stops():
+            send_begin(self.ctx, archive)
+
+    def record(self, turn: ArchivedTurn) -> None:
+        with _stops():
+            send_turn(self.ctx, turn)
+
+    def finish(self, result: ReplenishmentResult) -> None:
+        from replenisher.durable.sku_agent import finish
+
+        with _stops():
+            send_finish(self.ctx, result.outcome, result.ended_at)
+            self.ctx.object_send(finish, result.sku, result)

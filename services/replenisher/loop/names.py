@@ -1,0 +1,93 @@
+"""The names a run's journal carries, written by the loop and read back by the timeline.
+
+One module builds them and parses them, so the workflow that writes a journal and the
+timeline that reads it cannot drift. The formats are fixed: runs journaled by earlier code
+replay against them, and the crash matrix arms points by these names (or their first word).
+
+- `decide N`, then `decide N again K` for the K-th re-ask after a refusal: the decider's picks.
+- `<tool> N`: the step of a call tool in turn N.
+- `before <tool> N`: the durable delay some call tools wait before their step.
+- `remind <approver> <point>%`, `escalate <tool>`: steps a wait takes while it waits.
+- `<event>-<seq>`: the durable promise that holds the `seq`-th message of a kind.
+- `state`, `waiting`: the run's state and its current wait, as the views read them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+STATE = "state"
+WAITING = "waiting"
+
+_STEP = re.compile(r"^(?P<tool>[a-z_]+) (?P<turn>\d+)$")
+_DELAY = re.compile(r"^before (?P<tool>[a-z_]+) (?P<turn>\d+)$")
+_DURING_WAIT = re.compile(r"^(?:remind \S+ \d+%|escalate [a-z_]+)$")
+DECIDE = "decide"
+
+
+class TurnStep(NamedTuple):
+    tool: str
+    turn: int
+
+
+def decide(turn: int, attempt: int = 0) -> str:
+    # The first ask keeps the name it always had, so runs journaled before re-asks existed replay.
+    return f"{DECIDE} {turn}" if attempt == 0 else f"{DECIDE} {turn} again {attempt}"
+
+
+def step(tool: str, turn: int) -> str:
+    return f"{tool} {turn}"
+
+
+def delay(tool: str, turn: int) -> str:
+    return f"before {tool} {turn}"
+
+
+def remind(approver: str, label: str) -> str:
+    return f"remind {approver} {label}"
+
+
+def escalate(tool: str) -> str:
+    return f"escalate {tool}"
+
+
+def message_promise(event: str, seq: int) -> str:
+    return f"{event}-{seq}"
+
+
+def parse_step(name: str) -> TurnStep | None:
+    """A turn's step or first decision (`tool` is then `decide`); None for any other name."""
+    m = _STEP.match(name)
+    return TurnStep(m["tool"], int(m["turn"])) if m else None
+
+
+def decision_turn(name: str) -> int:
+    """The turn a `decide N` or `decide N again K` name belongs to."""
+    return int(name.split(" ")[1])
+
+
+def parse_delay(name: str) -> TurnStep | None:
+    m = _DELAY.match(name)
+    return TurnStep(m["tool"], int(m["turn"])) if m else None
+
+
+def is_during_wait(name: str) -> bool:
+    """A step a wait took while it waited (a reminder, an escalation)."""
+    return _DURING_WAIT.match(name) is not None
+
+
+class PromiseName(NamedTuple):
+    event: str
+    seq: int
+
+
+def parse_promise(key: str) -> PromiseName | None:
+    """The message kind and number a promise name holds (`approval-3`); None for another name."""
+    event, _, seq = key.rpartition("-")
+    return PromiseName(event, int(seq)) if event and seq.isdigit() else None
+
+
+def promise_event(key: str) -> str:
+    """The message kind a promise name holds (`approval-3` -> `approval`)."""
+    return key.rsplit("-", 1)[0]

@@ -1,0 +1,31 @@
+"""The journal's names are built and parsed in one module: what the loop writes, the timeline reads."""
+
+from __future__ import annotations
+
+from replenisher.loop import names
+
+
+def test_a_turns_step_and_decision_parse_back_to_tool_and_turn() -> None:
+    assert names.parse_step(names.step("request_quotes", 3)) == ("request_quotes", 3)
+    assert names.parse_step(names.decide(7)) == (names.DECIDE, 7)
+    assert names.decision_turn(names.decide(7, attempt=2)) == 7
+
+
+def test_a_re_ask_a_delay_and_the_steps_a_wait_takes_are_not_turn_steps() -> None:
+    assert names.decide(4, attempt=1) == "decide 4 again 1"
+    assert names.parse_step(names.decide(4, attempt=1)) is None
+    assert names.parse_step(names.delay("check_order_status", 2)) is None
+    assert names.parse_delay(names.delay("check_order_status", 2)) == ("check_order_status", 2)
+    assert names.parse_delay(names.step("check_order_status", 2)) is None
+    assert names.is_during_wait(names.remind("manager", "50%"))
+    assert names.is_during_wait(names.escalate("wait_for_approval"))
+    assert not names.is_during_wait(names.step("place_order", 5))
+
+
+def test_a_message_promise_names_its_kind_and_number() -> None:
+    key = names.message_promise("supplier-reply", 12)
+    assert key == "supplier-reply-12"
+    assert names.parse_promise(key) == ("supplier-reply", 12)
+    assert names.promise_event(key) == "supplier-reply"
+    assert names.parse_promise("state") is None
+    assert names.parse_promise("approval-x") is None

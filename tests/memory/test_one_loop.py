@@ -1,0 +1,59 @@
+"""The suites' in-memory runs go through the workflow's own loop (`replenisher.loop`), not a copy of it.
+
+What used to drift between the copies is shown here on the in-memory engine: the durable
+delay before a re-check is taken (and moves the clock), steps carry the names Restate
+journals, and every tool taken was allowed when it was taken.
+"""
+
+from __future__ import annotations
+
+from replenisher.domain.documents import PurchaseOrder
+from replenisher.domain.policy import OfflinePolicy
+from replenisher.domain.ports import Rejected
+from replenisher.engines.memory import run_in_memory
+from replenisher.engines.memory_world import DAY, Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.loop import names
+
+
+class LostAnswers(MemoryWorld):
+    """The supplier takes the order but its answer never arrives; its order lookup is down twice."""
+
+    lookups = 0
+
+    async def place_order(self, po: PurchaseOrder):  # type: ignore[no-untyped-def]
+        await super().place_order(po)
+        raise ConnectionError("the answer was lost")
+
+    async def find_order(self, supplier: str, po_number: str):  # type: ignore[no-untyped-def]
+        self.lookups += 1
+        if self.lookups <= 2:
+            raise Rejected(503, "order lookup is down")
+        return await super().find_order(supplier, po_number)
+
+
+async def test_a_recheck_waits_its_durable_delay_and_the_run_still_ends_with_one_order() -> None:
+    world = LostAnswers(Clock(), {"acme": SupplierSpec(price=4.0)})
+    run = await run_in_memory(OfflinePolicy(), world, Inbox(world), suppliers=["acme"])
+
+    assert run.result.outcome == "received"
+    assert len(world.acks) == 1, "the order the lost answer hid was found, not placed twice"
+    checks = [r.turn for r in run.state.history if r.tool == "check_order_status"]
+    assert len(checks) >= 2
+    # The second check waits a durable delay first, named as the workflow journals it.
+    (delay_name, seconds), *_ = run.engine.delays
+    assert delay_name == names.delay("check_order_status", checks[1])
+    assert seconds >= DAY * run.state.waits.status_recheck
+    assert names.step("check_order_status", checks[1]) in run.engine.steps
+    assert all(allowed for _, allowed in run.executed)
+
+
+async def test_the_loop_archives_every_turn_and_the_offline_policy_agrees_with_it_on_replay() -> None:
+    from replenisher.replay.core import replay
+
+    world = LostAnswers(Clock(), {"acme": SupplierSpec(price=4.0)})
+    run = await run_in_memory(OfflinePolicy(), world, Inbox(world), suppliers=["acme"])
+    archive = run.engine.archive
+    assert archive is not None and archive.outcome == "received"
+    assert [t.decision.tool for t in archive.turns] == [r.tool for r in run.state.history]
+    report = await replay(archive, OfflinePolicy())
+    assert report.turns == len(archive.turns) and report.agree == report.turns, report
