@@ -127,7 +127,7 @@ def build_decider(name: str, model: str | None) -> Decider:
         return OfflinePolicy()
     from replenisher.config import settings
     from replenisher.deciders.claude import ClaudeDecider, make_client
-    from replenisher.durable.deciders import price_override
+    from replenisher.wiring import price_override
 
     s = settings()
     if s.anthropic_api_key is None or not s.anthropic_api_key.get_secret_value():
