@@ -6,6 +6,8 @@
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
 #   make restart-service  stop and start only the replenisher service; Restate and the world keep running
 #   make console the manager's web console on :8090, over the running stack
+# The service's ASGI server: make up SERVER=granian (or hypercorn); make test SERVER=granian runs the
+# suite's service on it. Without it, REPLENISHER_SERVER decides, else the default (README: Settings).
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
 #   make injection    the adversarial suite on three real stacks (about 12 min on a loaded 2-core machine); ends with
@@ -27,6 +29,10 @@ STACK_ARGS ?=
 PYTEST_ARGS ?=
 # make test REPLAY=0 skips the second, always-replay pass over the end-to-end tests.
 REPLAY ?= 1
+SERVER ?=
+ifneq ($(SERVER),)
+export REPLENISHER_SERVER := $(SERVER)
+endif
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from replenisher.stack.admin import register_deployment
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import HypercornApp, ManagedProcess
+from replenisher.stack.processes import AsgiApp, HypercornApp, ManagedProcess, service_server
 from replenisher.stack.runtime import BinaryRuntime
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -19,7 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 class OwnStack:
     restate: BinaryRuntime
     world: HypercornApp
-    service: HypercornApp
+    service: AsgiApp
 
     def stop(self) -> None:
         for process in (self.service, self.world, self.restate):
@@ -54,7 +54,9 @@ def start_own_stack(
         world = HypercornApp(WORLD_APP, free_port(), world_env, name="world", log_path=base / "world.log")
         up(world)
         env = {"REPLENISHER_WORLD_URL": world.url, "REPLENISHER_DAY_SECONDS": day, **service_env}
-        service = HypercornApp(SERVICE_APP, free_port(), env, name="replenisher", log_path=base / "service.log")
+        service = AsgiApp(
+            SERVICE_APP, free_port(), env, name="replenisher", log_path=base / "service.log", server=service_server()
+        )
         up(service)
         register_deployment(restate.admin_url, restate.deployment_uri(service.port))
     except BaseException:

@@ -27,7 +27,7 @@ from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import INBOUND_APP, SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import free_port
-from replenisher.stack.processes import HypercornApp, RestateServer
+from replenisher.stack.processes import AsgiApp, HypercornApp, RestateServer, service_server
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
 from support import (
     REPO_ROOT,
@@ -130,13 +130,14 @@ def world(
 
 @pytest.fixture(scope="session")
 def service(restate_runtime: RestateRuntime, world: HypercornApp, log_dir: Path) -> Iterator[RegisteredService]:
-    app = HypercornApp(
+    app = AsgiApp(
         SERVICE_APP,
         free_port(restate_runtime.service_bind_host),
         service_env(world.url),
         name="replenisher",
         log_path=log_dir / "replenisher.log",
         bind_host=restate_runtime.service_bind_host,
+        server=service_server(),  # REPLENISHER_SERVER=granian runs the suite's service on granian
     )
     registered = RegisteredService(restate_runtime, app)
     try:

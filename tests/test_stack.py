@@ -23,7 +23,17 @@ from replenisher.stack.admin import Admin, find_deployment, list_deployments, re
 from replenisher.stack.install import RESTATE_VERSION, RestateInstallError, ensure_restate
 from replenisher.stack.local import SERVICE_APP, WORLD_APP, Stack, StackConfig, StackError
 from replenisher.stack.ports import LOOPBACK, PortInUseError, RestatePorts, free_port, is_listening
-from replenisher.stack.processes import HypercornApp, ProcessFailedError, RestateServer, pid_alive
+from replenisher.stack.processes import (
+    DEFAULT_SERVER,
+    SERVER_SETTING,
+    AsgiApp,
+    HypercornApp,
+    ProcessFailedError,
+    RestateServer,
+    group_members,
+    pid_alive,
+    service_server,
+)
 from replenisher.stack.runtime import RestateRuntime
 from support import REPO_ROOT, TESTS_DIR, RegisteredService, eventually
 
@@ -162,6 +172,53 @@ def test_hypercorn_app_stops_gracefully_and_comes_back_on_its_port_after_a_crash
     # SIGINT is hypercorn's clean shutdown; the SDK has taken over SIGTERM.
     assert fixture_app.returncode == 0
     assert "starting fixture-app" in fixture_app.log_path.read_text()
+
+
+# --- granian -----------------------------------------------------------------------------
+
+
+def test_the_server_setting_picks_hypercorn_or_granian_and_refuses_anything_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert service_server({}) == DEFAULT_SERVER
+    assert service_server({SERVER_SETTING: " Granian "}) == "granian"
+    assert service_server({SERVER_SETTING: "hypercorn"}) == "hypercorn"
+    with pytest.raises(ValueError, match="uvicorn"):
+        service_server({SERVER_SETTING: "uvicorn"})
+    monkeypatch.setenv(SERVER_SETTING, "granian")
+    assert StackConfig().server == "granian", "the stack follows the setting"
+    monkeypatch.delenv(SERVER_SETTING)
+    assert StackConfig().server == DEFAULT_SERVER
+
+
+def test_granian_serves_restate_over_http2_and_the_probe_over_http1_and_stops_as_a_group(
+    restate: RestateServer, tmp_path: Path
+) -> None:
+    app = AsgiApp(
+        FIXTURE_APP, free_port(), FIXTURE_ENV, name="fixture-granian", log_path=tmp_path / "g.log", server="granian"
+    )
+    try:
+        app.start()
+        app.wait_ready()
+        assert app.pid is not None
+        workers = [pid for pid in group_members(app.pid) if pid != app.pid]
+        assert workers, "granian runs its app in a worker process of the same group"
+        # The health probe speaks HTTP/1.1; Restate discovers and calls the app over HTTP/2.
+        assert httpx.get(f"{app.url}/health").status_code == 200
+        register_deployment(restate.admin_url, app.url)
+        assert _call(restate.ingress_url, "StackTally/shelf-g/add", 4).json() == 4
+
+        app.kill()  # a crash takes the worker with the supervisor, and frees the port
+        assert not [pid for pid in workers if pid_alive(pid)]
+        assert not is_listening(app.port)
+        app.restart()
+        assert _call(restate.ingress_url, "StackTally/shelf-g/add", 1).json() == 5
+        pid = app.pid
+        app.stop()
+        assert app.returncode == 0, app.log_tail()
+        assert group_members(pid) == []
+    finally:
+        app.stop()
 
 
 async def test_a_call_made_while_the_service_is_down_completes_after_it_restarts(

@@ -25,7 +25,7 @@ from e2e.scenario import Scenario, ok
 from replenisher.domain.calendar import CalendarClock, ClockOrigin, parse_calendar, utc_instant
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import free_port
-from replenisher.stack.processes import HypercornApp
+from replenisher.stack.processes import HypercornApp, service_server
 from replenisher.stack.runtime import make_runtime
 from support import REPO_ROOT, RESTATE_TEST_ENV, RegisteredService, service_env, world_env
 
@@ -105,6 +105,7 @@ async def site_stack(tmp_path: Path, log_dir: Path, holidays: list[date]) -> Asy
             name="replenisher",
             log_path=log_dir / f"replenisher-{tmp_path.name}.log",
             bind_host=runtime.service_bind_host,
+            server=service_server(),
         )
         service = RegisteredService(runtime, app)
         service.start()

@@ -20,7 +20,7 @@ from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin, register_deployment
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import HypercornApp
+from replenisher.stack.processes import HypercornApp, service_server
 from replenisher.stack.runtime import BinaryRuntime
 from support import REPO_ROOT, RESTATE_TEST_ENV, eventually, service_env, world_env
 
@@ -36,7 +36,12 @@ class Upgrade:
     def service(self, version: str) -> HypercornApp:
         env = service_env(self.world.url, {"REPLENISHER_CODE_VERSION": version})
         app = HypercornApp(
-            SERVICE_APP, free_port(), env, name=f"replenisher-{version}", log_path=self.log_dir / f"{version}.log"
+            SERVICE_APP,
+            free_port(),
+            env,
+            name=f"replenisher-{version}",
+            log_path=self.log_dir / f"{version}.log",
+            server=service_server(),
         )
         app.start()
         app.wait_ready()

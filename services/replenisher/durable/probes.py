@@ -61,6 +61,11 @@ def _armed(scope: str, step: str, phase: Phase, action: str) -> tuple[Path, str]
 
 def crash_point(scope: str, step: str, phase: Phase) -> None:
     if _armed(scope, step, phase, "kill") is not None:
+        # The whole server crashes, not one worker: under granian this process is a worker that
+        # its supervisor would outlive. A managed process leads its own session, so its group is
+        # exactly the server; a process started any other way kills only itself.
+        if os.getpgid(0) == os.getsid(0):
+            os.killpg(0, signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
 
 

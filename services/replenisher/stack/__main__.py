@@ -15,7 +15,7 @@ from replenisher.domain.calendar import utc_instant
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import ONE_DAY_SECONDS, PROCESS_ALIASES, Stack, StackConfig, StackError
 from replenisher.stack.ports import PortInUseError, RestatePorts
-from replenisher.stack.processes import ProcessFailedError
+from replenisher.stack.processes import DEFAULT_SERVER, SERVER_SETTING, SERVERS, ProcessFailedError
 
 DEFAULT_CONFIG_FILE = Path("restate.toml")
 
@@ -52,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--service-app", default=defaults.service_app, help="ASGI app, module:attr")
     parser.add_argument("--world-app", default=defaults.world_app, help="ASGI app, module:attr")
     parser.add_argument(
+        "--server",
+        choices=SERVERS,
+        default=None,
+        help=f"the service's ASGI server (default: ${SERVER_SETTING}, else {DEFAULT_SERVER})",
+    )
+    parser.add_argument(
         "--config",
         type=Path,
         default=DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None,
@@ -73,6 +79,7 @@ def _config(args: argparse.Namespace) -> StackConfig:
         config_file=args.config,
         service_app=args.service_app,
         world_app=args.world_app,
+        **({"server": args.server} if args.server else {}),
     )
 
 

@@ -21,10 +21,13 @@ from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.stack.admin import register_deployment
 from replenisher.stack.ports import LOOPBACK, RestatePorts, ensure_ports_free
 from replenisher.stack.processes import (
+    AsgiApp,
     HypercornApp,
     ManagedProcess,
     RestateServer,
+    Server,
     pid_runs,
+    service_server,
     terminate_pid,
 )
 
@@ -76,6 +79,9 @@ class StackConfig(BaseModel):
     service_app: str = SERVICE_APP
     world_app: str = WORLD_APP
     inbound_app: str = INBOUND_APP
+    # The service's ASGI server, by default from REPLENISHER_SERVER (the world and the inbound
+    # endpoint stay on hypercorn). Recorded, so a restart runs the same one.
+    server: Server = Field(default_factory=service_server)
     config_file: Path | None = None
     # Passed through to the respective process on top of the inherited environment.
     service_env: dict[str, str] = Field(default_factory=dict)
@@ -235,12 +241,13 @@ class Stack:
             world_env["WORLD_CATALOGUE"] = cfg.catalogue
         world = HypercornApp(cfg.world_app, cfg.world_port, world_env, name="world", log_path=cfg.log_dir / "world.log")
         service_env = {**_service_wiring(cfg), **cfg.service_env}
-        service = HypercornApp(
+        service = AsgiApp(
             cfg.service_app,
             cfg.service_port,
             service_env,
             name=SERVICE_NAME,
             log_path=cfg.log_dir / f"{SERVICE_NAME}.log",
+            server=cfg.server,
         )
         return [
             (restate, cfg.admin_url),

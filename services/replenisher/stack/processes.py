@@ -5,8 +5,8 @@ anything it spawned and nothing is orphaned when the parent dies. Output goes to
 file opened in append mode, so a restarted process keeps its earlier history.
 
 Stop signals differ on purpose: restate-server shuts down gracefully on SIGTERM, while
-the Restate SDK replaces hypercorn's SIGTERM handler with its own, so hypercorn is
-stopped with SIGINT (its Ctrl-C path).
+the Restate SDK replaces hypercorn's SIGTERM handler with its own, so hypercorn (and granian,
+alike) is stopped with SIGINT (its Ctrl-C path).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal, get_args
 
 import httpx
 
@@ -76,6 +77,33 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group `pgid`, from /proc."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        # After the parenthesised command name: state, ppid, pgrp.
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:
+    """Until no process of the group runs: a server's workers (granian's) die a moment after
+    their supervisor, and hold its port until they do."""
+    if not Path("/proc").is_dir():
+        return
+    deadline = time.monotonic() + timeout
+    while group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(_POLL_INTERVAL / 5)
+
+
 def _wait_dead(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -93,6 +121,8 @@ def terminate_pid(pid: int, stop_signal: int, timeout: float = DEFAULT_STOP_TIME
     if not _wait_dead(pid, timeout):
         _signal_group(pid, signal.SIGKILL)
         _wait_dead(pid, 5.0)
+    _signal_group(pid, signal.SIGKILL)
+    _wait_group_gone(pid)
 
 
 def http_answers(url: str, timeout: float = 1.0) -> bool:
@@ -205,6 +235,7 @@ class ManagedProcess:
                 self._popen.wait(5.0)
         # Children of the group that outlived their leader go too.
         _signal_group(self._popen.pid, signal.SIGKILL)
+        _wait_group_gone(self._popen.pid)
 
     def kill(self) -> None:
         """SIGKILL, no chance to clean up: what a crash looks like."""
@@ -212,6 +243,7 @@ class ManagedProcess:
             return
         _signal_group(self._popen.pid, signal.SIGKILL)
         self._popen.wait(10.0)
+        _wait_group_gone(self._popen.pid)
 
     def restart(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
         """Stop if still running, then start again with the same ports, env and data."""
@@ -306,8 +338,59 @@ def restate_ready(admin_url: str, ingress_url: str) -> bool:
     return response.status_code == 200
 
 
-class HypercornApp(ManagedProcess):
-    """An ASGI app (`module:attr`) under hypercorn in a single process (`-w 0`)."""
+# The ASGI servers a Python app can run under. hypercorn is the reference (the design, the deploy
+# docs); granian (Rust HTTP/1.1 and HTTP/2) costs the service less CPU per request.
+Server = Literal["hypercorn", "granian"]
+SERVERS: tuple[Server, ...] = get_args(Server)
+SERVER_SETTING = "REPLENISHER_SERVER"
+DEFAULT_SERVER: Server = "hypercorn"
+
+
+def service_server(env: Mapping[str, str] | None = None) -> Server:
+    """The server the replenisher service runs under: `REPLENISHER_SERVER`, else the default."""
+    value = (os.environ if env is None else env).get(SERVER_SETTING, "").strip().lower() or DEFAULT_SERVER
+    for server in SERVERS:
+        if value == server:
+            return server
+    raise ValueError(f"{SERVER_SETTING}={value!r}: choose one of {', '.join(SERVERS)}")
+
+
+def server_argv(server: Server, app: str, host: str, port: int) -> list[str]:
+    if server == "hypercorn":
+        return [sys.executable, "-m", "hypercorn", app, "--bind", f"{host}:{port}", "-w", "0"]
+    if server == "granian":
+        # `--http auto` speaks HTTP/2 to Restate and HTTP/1.1 to the health probe on one port;
+        # `asginl`: ASGI without the lifespan protocol, which the Restate app does not speak.
+        # One worker: granian still runs it as a child of its supervisor, in the same process
+        # group, which is how `stop` and `kill` reach both.
+        return [
+            sys.executable,
+            "-m",
+            "granian",
+            "--interface",
+            "asginl",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--http",
+            "auto",
+            "--workers",
+            "1",
+            "--loop",
+            "asyncio",
+            "--no-ws",
+            app,
+        ]
+    raise ValueError(f"unknown ASGI server {server!r}: choose one of {', '.join(SERVERS)}")
+
+
+class AsgiApp(ManagedProcess):
+    """An ASGI app (`module:attr`) in one process under hypercorn (`-w 0`), or granian with one worker.
+
+    Both are stopped with SIGINT sent to the whole process group (their Ctrl-C path), so granian's
+    worker goes with its supervisor.
+    """
 
     def __init__(
         self,
@@ -319,13 +402,15 @@ class HypercornApp(ManagedProcess):
         log_path: Path | None = None,
         bind_host: str = LOOPBACK,
         health_path: str = "/health",
-        ready: Callable[[HypercornApp], bool] | None = None,
+        ready: Callable[[AsgiApp], bool] | None = None,
+        server: Server = "hypercorn",
     ) -> None:
         self.app = app
         self.port = port
         self.health_path = health_path
+        self.server = server
         self._ready = ready
-        argv = [sys.executable, "-m", "hypercorn", app, "--bind", f"{bind_host}:{port}", "-w", "0"]
+        argv = server_argv(server, app, bind_host, port)
         label = name or app.split(":", 1)[0]
         super().__init__(
             label,
@@ -346,3 +431,7 @@ class HypercornApp(ManagedProcess):
         if self._ready is not None:
             return self._ready(self)
         return http_answers(f"{self.url}{self.health_path}")
+
+
+# The world, the inbound endpoint and the test helpers always run under hypercorn.
+HypercornApp = AsgiApp
