@@ -25,7 +25,7 @@ from replenisher.domain.documents import (
     SupplierId,
 )
 from replenisher.inbound.signing import load_secrets
-from simulated_world.calls import CallFilter, CallList, CallRecord, Service
+from simulated_world.calls import CallFilter, CallList, CallRecord, FirstCallQuery, Service
 from simulated_world.catalogue import load
 from simulated_world.clock import Clock
 from simulated_world.erp import (
@@ -134,6 +134,11 @@ async def put_item(world: SimulatedWorld, req: Request) -> Response:
 @route("GET", "/admin/calls")
 async def list_calls(world: SimulatedWorld, req: Request) -> Response:
     return ok(CallList(calls=world.calls.find(req.parse_query(CallFilter))))
+
+
+@route("GET", "/admin/first-call")
+async def first_call(world: SimulatedWorld, req: Request) -> Response:
+    return ok(await world.calls.first(req.parse_query(FirstCallQuery)))
 
 
 @route("GET", "/admin/orders")

@@ -6,10 +6,11 @@ the caller sent, not what the world did about it.
 
 from __future__ import annotations
 
-from collections import deque
+import asyncio
+from collections import OrderedDict, deque
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 Service = Literal["erp", "supplier", "manager"]
 
@@ -42,12 +43,56 @@ class CallList(BaseModel):
     calls: list[CallRecord]
 
 
+class FirstCallQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sku: str = Field(min_length=1, max_length=200)
+    op: str = Field(min_length=1, max_length=100)
+    wait: float = Field(default=0.0, ge=0.0, le=60.0)
+    """Seconds to hold the request open until that first call arrives."""
+
+
+class FirstCall(BaseModel):
+    sku: str
+    op: str
+    at: float | None
+    """When the world first got this operation about this SKU; None if it has not (yet)."""
+
+
+Key = tuple[str, str]
+
+
 class CallLog:
     def __init__(self, capacity: int = MAX_CALLS) -> None:
         self._calls: deque[CallRecord] = deque(maxlen=capacity)
+        # The first call per (SKU, operation), kept apart from the log: a look-up whose cost does
+        # not grow with the calls piled up, which a benchmark can time a wake by.
+        self._first: OrderedDict[Key, float] = OrderedDict()
+        self._capacity = capacity
+        self._waiters: dict[Key, asyncio.Event] = {}
 
     def record(self, call: CallRecord) -> None:
         self._calls.append(call)
+        if call.sku is not None:
+            key = (call.sku, call.op)
+            if key not in self._first:
+                self._first[key] = call.at
+                if len(self._first) > self._capacity:
+                    self._first.popitem(last=False)
+                waiter = self._waiters.pop(key, None)
+                if waiter is not None:
+                    waiter.set()
+
+    async def first(self, query: FirstCallQuery) -> FirstCall:
+        """The first call of `op` about `sku`, waiting up to `query.wait` seconds for it."""
+        key = (query.sku, query.op)
+        if key not in self._first and query.wait > 0:
+            waiter = self._waiters.setdefault(key, asyncio.Event())
+            try:
+                await asyncio.wait_for(waiter.wait(), query.wait)
+            except TimeoutError:
+                pass
+        return FirstCall(sku=query.sku, op=query.op, at=self._first.get(key))
 
     def find(self, where: CallFilter) -> list[CallRecord]:
         wanted = where.model_dump(exclude_none=True)

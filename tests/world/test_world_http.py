@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
@@ -71,6 +72,29 @@ async def test_quote_and_live_price_follow_base_price_and_price_rise(
     assert (await adapters.suppliers.live_price(names.supplier, names.sku)).unit_price == 15.0
     risen = await adapters.suppliers.quote(names.supplier, QuoteRequest(sku=names.sku, quantity=40))
     assert risen.unit_price == 15.0 and risen.quote_id != quote.quote_id
+
+
+async def test_the_first_call_of_an_operation_is_found_by_key_or_waited_for(
+    world_admin: WorldAdmin, adapters: HttpWorld, names: Names, world_http: httpx.AsyncClient
+) -> None:
+    await arrange(world_admin, names, price=3.0)
+    query = {"sku": names.sku, "op": "live_price"}
+    assert (await world_http.get("/admin/first-call", params=query)).json()["at"] is None
+
+    # Held open by the world until the call comes: one question, no polling.
+    waiting = asyncio.create_task(world_http.get("/admin/first-call", params={**query, "wait": "5"}))
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    before = time.time()
+    await adapters.suppliers.live_price(names.supplier, names.sku)
+    first = (await waiting).json()
+    assert first["op"] == "live_price" and before - 1 <= first["at"] <= time.time()
+
+    await adapters.suppliers.live_price(names.supplier, names.sku)
+    again = (await world_http.get("/admin/first-call", params=query)).json()
+    assert again["at"] == first["at"], "the first call stays the first"
+    bad = await world_http.get("/admin/first-call", params={**query, "wait": "3600"})
+    assert bad.status_code == 400 and "wait" in bad.text
 
 
 async def test_drifting_prices_stay_within_the_drift(
