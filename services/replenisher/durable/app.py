@@ -3,6 +3,7 @@
 import restate
 
 from replenisher.durable.archive import run_archive
+from replenisher.durable.asgi import cancel_on_disconnect
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
 from replenisher.wiring import wiring
@@ -10,4 +11,7 @@ from replenisher.wiring import wiring
 # Fail at start-up, not at the first decision, when the chosen decider cannot be called.
 wiring().check()
 # With REPLENISHER_IDENTITY_KEYS set, a request not signed by one of those Restate servers gets 401.
-app = restate.app(services=[sku_agent, replenish, run_archive], identity_keys=list(wiring().settings.identity_keys))
+# Wrapped so that an attempt Restate dropped stops at once under either server (durable/asgi.py).
+app = cancel_on_disconnect(
+    restate.app(services=[sku_agent, replenish, run_archive], identity_keys=list(wiring().settings.identity_keys))
+)
