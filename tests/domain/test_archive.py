@@ -1,60 +1,69 @@
-"""The run archive: bounded whatever a run throws at it, tokens never kept, turns kept once and in order."""
+"""The run archive: bounded whatever a run throws at it, tokens digested not kept, chunks kept once and in order."""
 
 from __future__ import annotations
+
+import json
 
 from replenisher.domain.archive import (
     ARCHIVE_SCHEMA_VERSION,
     MAX_ARCHIVE_BYTES,
-    MAX_WAIT_EVENTS,
+    MAX_RAW_CHARS,
+    ArchiveWriter,
+    Entry,
     RunArchive,
-    TurnBuilder,
+    token_digest,
 )
 from replenisher.domain.decisions import Decision
-from replenisher.domain.documents import ApprovalDecision, Sender, SupplierReply
 from replenisher.domain.tools.limits import MAX_TURNS
+from replenisher.domain.tools.quoting import DraftResult
 
 
 def archive() -> RunArchive:
-    return RunArchive(run_id="replenish-SKU-1-1", sku="SKU-1", started_at=0.0, request={"stock": {}})
-
-
-def worst_turn(turn: int) -> TurnBuilder:
-    """A turn as large as a hostile run can make one: long reasons, the longest reply, a flood of refusals."""
-    decision = Decision(tool="wait_for_supplier_reply", reason="r" * 50_000, decider="claude", model="m" * 500)
-    built = TurnBuilder(turn, float(turn), ["wait_for_supplier_reply"] * 12, decision)
-    for seq in range(MAX_WAIT_EVENTS * 5):
-        built.refused("supplier-reply", seq, "x" * 5_000)
-    reply = SupplierReply(po_number="PO-1", supplier="s", text="y" * 20_000)
-    built.message("supplier-reply", 999, reply, Sender(party="supplier:s"), 1.0)
-    built.step("read_supplier_reply 1", failure="f" * 10_000)
-    return built
+    return RunArchive(run_id="replenish-SKU-1-1", sku="SKU-1", request={"stock": {}})
 
 
 def test_an_archive_of_the_largest_turns_stays_within_its_bound_and_says_where_it_was_cut() -> None:
-    kept = archive()
+    kept, writer = archive(), ArchiveWriter()
+    hostile = json.dumps({"payload": {"text": "y" * 100_000}}).encode()
     for turn in range(MAX_TURNS):
-        kept.add_turn(worst_turn(turn).done("s" * 10_000))
-    kept.finish("ordered" * 100, 5.0)
+        decision = Decision(
+            tool="wait_for_supplier_reply", reason="r" * 50_000, model="m" * 500, args={"a": "b" * 9_000}
+        )
+        writer.add(Entry.now(float(turn)))
+        writer.add(Entry.decided(turn, ["wait_for_supplier_reply"] * 12, decision))
+        kept.add(writer.chunk())
+        for seq in range(2):
+            writer.add(Entry.receive(f"supplier-reply-{seq}", hostile))
+        writer.add(Entry.step("read_supplier_reply 1", failure="f" * 10_000))
+    kept.add(writer.chunk(outcome="cancelled"))
     assert kept.size() <= MAX_ARCHIVE_BYTES
-    assert kept.cut_at_turn is not None and kept.cut_at_turn == len(kept.turns)
-    assert [t.turn for t in kept.turns] == list(range(len(kept.turns)))
-    wait = kept.turns[0].wait
-    assert wait is not None and len(wait.events) == MAX_WAIT_EVENTS + 1 and wait.dropped == 4 * MAX_WAIT_EVENTS
-    assert wait.events[-1].kind == "message" and wait.ended == "message"
-    assert len(kept.turns[0].decision.reason) <= 400
+    assert kept.cut_at_chunk is not None and [c.seq for c in kept.chunks] == list(range(kept.cut_at_chunk))
+    assert kept.outcome == "cancelled"  # the last chunk did not fit, its outcome is kept all the same
+    first = kept.decisions[0]
+    assert first.decision is not None and len(first.decision.reason) <= 400 and first.decision.args == {"_cut": True}
+    received = next(e for e in kept.entries if e.op == "receive")
+    assert len(received.value) == MAX_RAW_CHARS
 
 
-def test_a_turn_sent_twice_is_kept_once_and_turns_are_kept_in_order() -> None:
+def test_a_chunk_sent_twice_is_kept_once_and_chunks_are_kept_in_order() -> None:
     kept = archive()
-    for turn in (1, 0, 1):
-        kept.add_turn(TurnBuilder(turn, 0.0, ["done"], Decision(tool="done")).done(None))
-    assert [t.turn for t in kept.turns] == [0, 1]
+    for seq in (1, 0, 1):
+        kept.add(ArchiveWriter().chunk().model_copy(update={"seq": seq, "entries": [Entry.now(float(seq))]}))
+    assert [c.seq for c in kept.chunks] == [0, 1] and kept.started_at == 0.0
     assert kept.schema_version == ARCHIVE_SCHEMA_VERSION
 
 
-def test_approval_tokens_are_withheld_from_the_archive() -> None:
-    built = TurnBuilder(0, 0.0, ["wait_for_approval"], Decision(tool="wait_for_approval"))
-    decision = ApprovalDecision(po_number="PO-1", token="secret-token-123", approved=True, up_to=4.0, by="manager")
-    built.message("approval", 0, decision, Sender(party="manager"), 1.0)
-    text = built.done(None).model_dump_json()
-    assert "secret-token-123" not in text and "withheld" in text
+def test_approval_tokens_are_digested_alike_wherever_they_appear_and_never_kept() -> None:
+    secret = "secret-token-123"
+    message = {"payload": {"po_number": "PO-1", "token": secret, "approved": True}, "sender": {"party": "manager"}}
+    drafted = DraftResult.model_construct(approval_token=secret)
+    entries = [Entry.receive("approval-0", json.dumps(message).encode()), Entry.step("draft_purchase_order 1", drafted)]
+    text = "".join(e.model_dump_json() for e in entries)
+    assert secret not in text
+    assert text.count(token_digest(secret)) == 2
+    assert token_digest(secret) != token_digest("secret-token-124")
+
+
+def test_a_message_that_is_not_json_is_kept_as_sent() -> None:
+    assert Entry.receive("goods-0", b"not json {").value == "not json {"
+    assert Entry.receive("goods-0", None).value is None

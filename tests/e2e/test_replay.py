@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +18,9 @@ import pytest
 from e2e.scenario import Scenario
 from replenisher.domain.archive import ARCHIVE_SCHEMA_VERSION, MAX_ARCHIVE_BYTES, RunArchive
 from replenisher.stack.admin import Admin
-from support import HAPPY_PATH, eventually
+from replenisher.stack.ports import free_port
+from replenisher.stack.processes import HypercornApp
+from support import HAPPY_PATH, REPO_ROOT, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +30,7 @@ async def world_calls(scenario: Scenario) -> list[dict[str, Any]]:
     return by_sku + await scenario.calls()
 
 
-async def replay_cli(*args: str) -> tuple[int, str, str]:
+async def replay_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -35,6 +39,7 @@ async def replay_cli(*args: str) -> tuple[int, str, str]:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
     )
     out, err = await asyncio.wait_for(process.communicate(), timeout=60)
     assert process.returncode is not None
@@ -42,7 +47,7 @@ async def replay_cli(*args: str) -> tuple[int, str, str]:
 
 
 async def test_a_real_run_is_archived_and_its_replay_calls_nothing_in_the_world(
-    scenario: Scenario, admin: Admin
+    scenario: Scenario, admin: Admin, log_dir: Path
 ) -> None:
     await scenario.setup(on_hand=5, safety_stock=20, target_stock=100, price=4.0)
     before_run = await world_calls(scenario)
@@ -59,12 +64,13 @@ async def test_a_real_run_is_archived_and_its_replay_calls_nothing_in_the_world(
 
     archive = await eventually(archived, timeout=30, what=f"{run_id}'s archive to be complete")
     assert archive.schema_version == ARCHIVE_SCHEMA_VERSION and archive.outcome == "received"
-    assert [t.decision.tool for t in archive.turns] == HAPPY_PATH
-    assert archive.turns[0].allowed == ["get_quotes"]
-    quotes = archive.turns[0].step
-    assert quotes is not None and quotes.name == "get_quotes 0" and quotes.result is not None
-    approval = archive.turns[HAPPY_PATH.index("wait_for_approval")].wait
-    assert approval is not None and approval.ended == "message" and approval.events[-1].arrived_at is not None
+    decisions = archive.decisions
+    assert [e.decision.tool for e in decisions if e.decision] == HAPPY_PATH
+    assert decisions[0].allowed == ["get_quotes"]
+    quotes = next(e for e in archive.entries if e.op == "step")
+    assert quotes.name == "get_quotes 0" and quotes.value is not None and quotes.value["offers"]
+    approval = next(e for e in archive.entries if e.op == "receive" and e.value is not None)
+    assert approval.name == "approval-0" and '"arrived_at"' in approval.value
     raw = archive.model_dump_json()
     assert len(raw) <= MAX_ARCHIVE_BYTES and request["token"] not in raw
 
@@ -77,4 +83,32 @@ async def test_a_real_run_is_archived_and_its_replay_calls_nothing_in_the_world(
     assert code == 0, err
     summary = json.loads(out)["summary"]
     assert (summary["runs"], summary["turns"], summary["diverged"]) == (1, len(HAPPY_PATH), 0)
+    assert await world_calls(scenario) == after_run
+
+    # Every archived run Restate keeps, as the README has it; this run among them.
+    code, out, err = await replay_cli("--all", "--since", "7d", "--admin-url", admin.url, "--json")
+    assert code == 0, err
+    assert run_id in [r["run_id"] for r in json.loads(out)["runs"]]
+
+    # Claude over the stand-in Messages API: the model is asked, the world still is not.
+    api = HypercornApp(
+        "tests.decider.fake_anthropic:app",
+        free_port(),
+        {"PYTHONPATH": str(REPO_ROOT)},
+        name="fake-anthropic-replay",
+        log_path=log_dir / "fake-anthropic-replay.log",
+    )
+    api.start()
+    try:
+        await asyncio.to_thread(api.wait_ready)
+        claude = {"ANTHROPIC_API_KEY": "sk-ant-replay", "REPLENISHER_ANTHROPIC_BASE_URL": api.url}
+        args = (run_id, "--decider", "claude", "--model", "claude-sonnet-4-6", "--admin-url", admin.url, "--json")
+        code, out, err = await replay_cli(*args, env=claude)
+    finally:
+        api.stop()
+    assert code in (0, 1), err  # 1: the model parted from the offline policy somewhere, which it may
+    report = json.loads(out)["runs"][0]
+    assert report["decider"] == "claude" and report["model"] == "claude-sonnet-4-6"
+    assert report["turns"] >= 1 and report["usd"] > 0 and report["input_tokens"] > 0
+    assert report["rules_took"] == 0  # the model answered every turn
     assert await world_calls(scenario) == after_run

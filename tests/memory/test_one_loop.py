@@ -54,6 +54,7 @@ async def test_the_loop_archives_every_turn_and_the_offline_policy_agrees_with_i
     run = await run_in_memory(OfflinePolicy(), world, Inbox(world), suppliers=["acme"])
     archive = run.engine.archive
     assert archive is not None and archive.outcome == "received"
-    assert [t.decision.tool for t in archive.turns] == [r.tool for r in run.state.history]
+    assert [e.decision.tool for e in archive.decisions if e.decision] == [r.tool for r in run.state.history]
     report = await replay(archive, OfflinePolicy())
-    assert report.turns == len(archive.turns) and report.agree == report.turns, report
+    assert report.turns == len(archive.decisions) and report.agree == report.turns, report
+    assert report.stopped == "end of record" and report.replayed_outcome == "received"

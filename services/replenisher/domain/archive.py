@@ -1,19 +1,22 @@
 """A run's archive: what a replay needs, kept after Restate has dropped the run's journal.
 
-Per turn: the tools the rules allowed, the decision taken (tool, arguments, reason, who
-decided, model, tokens, cost), and what came of it: a call's result or failure, or a wait's
-events in order (reminders, escalations, each message with its arrival and whether it
-counted) and how the wait ended. With the run's request and start time that is enough to
-rebuild the run's state turn by turn through the tools' own `apply`, and so to ask another
-decider the same question at every turn without touching the world.
+The archive is the run's side of its engine, in order: every clock reading, every final
+decision (with the tools the rules allowed, the tool, arguments, reason, who decided, model,
+tokens and cost), every step's result or failure, every message the run received (raw, as
+sent, with its envelope: sender and arrival) or the timeout that came instead, and every
+answer to "did it arrive in time". A replay engine serves exactly these back to the same
+loop, so the loop rebuilds the run's state through the tools' own rules and asks a new
+decider the same question at every turn, without touching the world.
 
-Compact and bounded: texts are cut, a run has at most `MAX_TURNS` turns, and a builder that
-would outgrow `MAX_ARCHIVE_BYTES` stops adding turns and says where it was cut. Versioned by
-`schema_version`, so a reader can refuse what it does not know.
+Compact and bounded: texts are cut, a message is kept up to `MAX_RAW_CHARS`, and an archive
+that would outgrow `MAX_ARCHIVE_BYTES` stops taking chunks and says where it was cut.
+Approval tokens are replaced by a digest: equal tokens stay equal (a replay judges each
+message as the run did), and none can be used. Versioned by `schema_version`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Literal
 
@@ -22,38 +25,48 @@ from pydantic import BaseModel, Field
 from replenisher.domain.costs import TokenUsage
 from replenisher.domain.decisions import Decision
 
-ARCHIVE_SCHEMA_VERSION = 1
+ARCHIVE_SCHEMA_VERSION = 2
 MAX_ARCHIVE_BYTES = 96_000
-"""Upper bound on one archive as JSON: a full run of 30 turns is typically 10-20 kB."""
+"""Upper bound on one archive as JSON; the real runs of the corpus take a tenth of it."""
 MAX_TEXT = 400
 MAX_ARGS_CHARS = 2_000
-MAX_WAIT_EVENTS = 40
-"""Refused messages beyond this are counted, not kept: a flood must not grow the archive."""
-
-
+MAX_RAW_CHARS = 24_000
+"""A message beyond this (a supplier's email is at most 20,000 characters) is kept cut."""
 SECRET_KEYS = frozenset({"token", "approval_token"})
-WITHHELD = "withheld"
 
-
-def redact(value: Any) -> Any:
-    """Approval tokens blanked: whoever holds one can answer for the manager. A replay needs
-    none (the rules already judged each message; the archive keeps only what counted)."""
-    if isinstance(value, dict):
-        return {k: (WITHHELD if k in SECRET_KEYS and v else redact(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
-
-
-def dumped(model: BaseModel) -> dict[str, Any]:
-    out: dict[str, Any] = redact(model.model_dump(mode="json"))
-    return out
+Op = Literal["now", "decided", "step", "receive", "arrived_by"]
 
 
 def cut(text: str | None, limit: int = MAX_TEXT) -> str | None:
     if text is None or len(text) <= limit:
         return text
     return text[: limit - 1] + "…"
+
+
+def token_digest(token: str) -> str:
+    return "sha256:" + hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def redact(value: Any) -> Any:
+    """Approval tokens replaced by their digest, wherever they appear."""
+    if isinstance(value, dict):
+        return {
+            k: (token_digest(v) if k in SECRET_KEYS and isinstance(v, str) and v else redact(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def raw_message(raw: bytes) -> str:
+    """A message as the run received it, tokens digested; cut (and so unreadable) beyond the bound."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        text = json.dumps(redact(json.loads(text)), separators=(",", ":"))
+    except ValueError:
+        pass  # not JSON: the run refused it as such, and a replay will too
+    return text if len(text) <= MAX_RAW_CHARS else text[:MAX_RAW_CHARS]
 
 
 class ArchivedDecision(BaseModel):
@@ -70,7 +83,7 @@ class ArchivedDecision(BaseModel):
         args = decision.args if len(json.dumps(decision.args, default=str)) <= MAX_ARGS_CHARS else {"_cut": True}
         return cls(
             tool=decision.tool[:80],
-            args=args,
+            args=redact(args),
             reason=cut(decision.reason) or "",
             decider=decision.decider[:40],
             model=cut(decision.model, 80),
@@ -79,122 +92,105 @@ class ArchivedDecision(BaseModel):
         )
 
 
-class StepOutcome(BaseModel):
-    """A call tool's journaled step: its result as JSON, or why it failed for good."""
+class Entry(BaseModel):
+    """One thing the run's engine answered, in the order the loop asked."""
 
-    name: str
-    result: dict[str, Any] | None = None
-    failure: str | None = None
+    op: Op
+    name: str | None = Field(default=None, description="step name, or message promise key")
+    value: Any = Field(default=None, description="now: seconds; step: result; receive: raw message; arrived_by")
+    failure: str | None = Field(default=None, description="a step that failed for good: why")
+    turn: int | None = None
+    allowed: list[str] | None = None
+    decision: ArchivedDecision | None = None
+
+    @classmethod
+    def now(cls, at: float) -> Entry:
+        return cls(op="now", value=at)
+
+    @classmethod
+    def decided(cls, turn: int, allowed: list[str], decision: Decision) -> Entry:
+        return cls(op="decided", turn=turn, allowed=allowed, decision=ArchivedDecision.of(decision))
+
+    @classmethod
+    def step(cls, name: str, result: BaseModel | None = None, failure: str | None = None) -> Entry:
+        value = None if result is None else redact(result.model_dump(mode="json"))
+        return cls(op="step", name=name, value=value, failure=cut(failure))
+
+    @classmethod
+    def receive(cls, key: str, raw: bytes | None) -> Entry:
+        return cls(op="receive", name=key, value=None if raw is None else raw_message(raw))
+
+    @classmethod
+    def arrived_by(cls, key: str, arrived: bool) -> Entry:
+        return cls(op="arrived_by", name=key, value=arrived)
 
 
-class WaitEvent(BaseModel):
-    kind: Literal["reminder", "escalation", "message", "refused"]
-    seq: int | None = None
-    detail: dict[str, Any] | None = Field(default=None, description="reminder/escalation result, message payload")
-    sender: dict[str, Any] | None = None
-    arrived_at: float | None = None
-    refusal: str | None = None
+class Chunk(BaseModel):
+    """What the run sends its archive at once: the entries since the last chunk, numbered."""
 
-
-class WaitOutcome(BaseModel):
-    event: str
-    events: list[WaitEvent] = Field(default_factory=list)
-    ended: Literal["message", "deadline"] = "deadline"
-    dropped: int = Field(default=0, description="refused messages beyond MAX_WAIT_EVENTS, counted only")
-
-
-class ArchivedTurn(BaseModel):
-    turn: int
-    at: float = Field(description="the run's journaled clock when the turn began")
-    allowed: list[str]
-    decision: ArchivedDecision
-    step: StepOutcome | None = None
-    wait: WaitOutcome | None = None
-    summary: str | None = None
+    seq: int = Field(ge=0)
+    entries: list[Entry] = Field(default_factory=list)
+    outcome: str | None = Field(default=None, description="set on the last chunk")
 
 
 class RunArchive(BaseModel):
     schema_version: int = ARCHIVE_SCHEMA_VERSION
     run_id: str
-    sku: str
-    started_at: float
+    sku: str = ""
     code: str | None = None
-    request: dict[str, Any] = Field(description="the run's request as JSON: stock, waits, calendar, memory, terms")
-    turns: list[ArchivedTurn] = Field(default_factory=list)
+    request: dict[str, Any] = Field(default_factory=dict, description="the run's request: stock, waits, memory, terms")
+    chunks: list[Chunk] = Field(default_factory=list)
     outcome: str | None = Field(default=None, description="the run's outcome; None while it runs")
-    ended_at: float | None = None
-    cut_at_turn: int | None = Field(default=None, description="turns from here on did not fit the size bound")
+    cut_at_chunk: int | None = Field(default=None, description="chunks from here on did not fit the size bound")
 
     def size(self) -> int:
         return len(self.model_dump_json())
 
-    def add_turn(self, turn: ArchivedTurn) -> None:
-        """Keep the turn if the archive stays within its bound; otherwise mark where it was cut."""
-        if self.cut_at_turn is not None or any(t.turn == turn.turn for t in self.turns):
-            return  # a re-delivered turn, or past the cut
-        self.turns.append(turn)
-        self.turns.sort(key=lambda t: t.turn)
-        if self.size() > MAX_ARCHIVE_BYTES - 1_000:  # room left for the outcome
-            self.turns.remove(turn)
-            self.cut_at_turn = turn.turn
+    @property
+    def entries(self) -> list[Entry]:
+        return [entry for chunk in self.chunks for entry in chunk.entries]
 
-    def finish(self, outcome: str, ended_at: float) -> None:
-        self.outcome = cut(outcome, 80)
-        self.ended_at = ended_at
+    @property
+    def started_at(self) -> float | None:
+        return next((float(e.value) for e in self.entries if e.op == "now"), None)
+
+    @property
+    def ended_at(self) -> float | None:
+        if self.outcome is None:
+            return None
+        return next((float(e.value) for e in reversed(self.entries) if e.op == "now"), None)
+
+    @property
+    def decisions(self) -> list[Entry]:
+        return [e for e in self.entries if e.op == "decided"]
+
+    def add(self, chunk: Chunk) -> None:
+        """Keep the chunk if the archive stays within its bound; otherwise mark where it was cut."""
+        if any(c.seq == chunk.seq for c in self.chunks):
+            return  # delivered twice
+        if chunk.outcome is not None:
+            self.outcome = cut(chunk.outcome, 80)
+        if self.cut_at_chunk is not None and chunk.seq >= self.cut_at_chunk:
+            return
+        self.chunks.append(chunk)
+        self.chunks.sort(key=lambda c: c.seq)
+        if self.size() > MAX_ARCHIVE_BYTES:
+            self.cut_at_chunk = chunk.seq
+            self.chunks = [c for c in self.chunks if c.seq < chunk.seq]
 
 
-class TurnBuilder:
-    """Collects one turn as the loop runs it; `record()` is what gets sent to the archive."""
+class ArchiveWriter:
+    """Collects a run's entries and hands them on in chunks, one per turn and one at the end."""
 
-    def __init__(self, turn: int, at: float, allowed: list[str], decision: Decision) -> None:
-        self.record = ArchivedTurn(turn=turn, at=at, allowed=allowed, decision=ArchivedDecision.of(decision))
+    def __init__(self) -> None:
+        self.pending: list[Entry] = []
+        self.sent = 0
 
-    def step(self, name: str, result: BaseModel | None = None, failure: str | None = None) -> None:
-        self.record.step = StepOutcome(
-            name=name, result=None if result is None else dumped(result), failure=cut(failure)
-        )
+    def add(self, entry: Entry) -> None:
+        self.pending.append(entry)
 
-    def _wait(self, event: str) -> WaitOutcome:
-        if self.record.wait is None:
-            self.record.wait = WaitOutcome(event=event)
-        return self.record.wait
-
-    def _add(self, event: str, item: WaitEvent) -> None:
-        wait = self._wait(event)
-        if len(wait.events) >= MAX_WAIT_EVENTS:
-            wait.dropped += 1
-        else:
-            wait.events.append(item)
-
-    def reminder(self, event: str, sent: BaseModel) -> None:
-        self._add(event, WaitEvent(kind="reminder", detail=dumped(sent)))
-
-    def escalation(self, event: str, result: BaseModel) -> None:
-        self._add(event, WaitEvent(kind="escalation", detail=dumped(result)))
-
-    def escalation_failed(self, event: str, why: str) -> None:
-        self._add(event, WaitEvent(kind="escalation", refusal=cut(why)))
-
-    def refused(self, event: str, seq: int, why: str) -> None:
-        self._add(event, WaitEvent(kind="refused", seq=seq, refusal=cut(why)))
-
-    def message(self, event: str, seq: int, payload: BaseModel, sender: BaseModel, arrived_at: float | None) -> None:
-        wait = self._wait(event)
-        # The message that ends the wait is always kept, whatever was dropped before it.
-        wait.events.append(
-            WaitEvent(
-                kind="message",
-                seq=seq,
-                detail=dumped(payload),
-                sender=dumped(sender),
-                arrived_at=arrived_at,
-            )
-        )
-        wait.ended = "message"
-
-    def deadline(self, event: str) -> None:
-        self._wait(event).ended = "deadline"
-
-    def done(self, summary: str | None) -> ArchivedTurn:
-        self.record.summary = cut(summary)
-        return self.record
+    def chunk(self, outcome: str | None = None) -> Chunk:
+        chunk = Chunk(seq=self.sent, entries=self.pending, outcome=outcome)
+        self.pending = []
+        self.sent += 1
+        return chunk

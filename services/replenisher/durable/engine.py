@@ -20,7 +20,6 @@ from restate import RestateDurableFuture, WorkflowContext
 from restate.exceptions import TerminalError
 from restate.serde import BytesSerde
 
-from replenisher.domain.archive import ArchivedTurn, RunArchive
 from replenisher.domain.decisions import GOAL, Decider, Decision, Refusal
 from replenisher.domain.documents import EventKind
 from replenisher.domain.outcomes import ReplenishmentResult
@@ -29,7 +28,6 @@ from replenisher.domain.security import SecurityNotes
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 from replenisher.domain.turns import DeciderUnavailable
-from replenisher.durable.archive import send_begin, send_finish, send_turn
 from replenisher.durable.probes import crash_point, record_decision
 from replenisher.durable.steps import retry_options, step
 from replenisher.loop import names
@@ -155,17 +153,8 @@ class RestateEngine:
             else:
                 self.ctx.set(names.WAITING, wait)
 
-    def begin(self, archive: RunArchive) -> None:
-        with _stops():
-            send_begin(self.ctx, archive)
-
-    def record(self, turn: ArchivedTurn) -> None:
-        with _stops():
-            send_turn(self.ctx, turn)
-
     def finish(self, result: ReplenishmentResult) -> None:
         from replenisher.durable.sku_agent import finish
 
         with _stops():
-            send_finish(self.ctx, result.outcome, result.ended_at)
             self.ctx.object_send(finish, result.sku, result)

@@ -20,11 +20,13 @@ from replenisher.domain.documents import EventKind, Sender
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
+from replenisher.durable.archive import RestateArchiveSink
 from replenisher.durable.engine import RestateEngine
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, validated
 from replenisher.loop import names
 from replenisher.loop.request import AdoptedOrder, CurrentWait, Envelope, RunRequest
+from replenisher.replay.recording import Archiving
 
 __all__ = ["AdoptedOrder", "CurrentWait", "Envelope", "Message", "RunRequest", "RunView", "replenish"]
 
@@ -50,7 +52,10 @@ class RunView(BaseModel):
 # could start a SKU's next run with its own request, or fill a run's message slots first.
 @validated(replenish.main, ingress_private=True)
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
-    return await loop.replenish(RestateEngine(ctx, sku=request.stock.sku), request)
+    engine = RestateEngine(ctx, sku=request.stock.sku)
+    # Kept past the journal's retention, for `replenisher replay`.
+    archived = Archiving(engine, RestateArchiveSink(ctx), request, request.stock.sku)
+    return await loop.replenish(archived, request)
 
 
 @validated(replenish.handler, ingress_private=True)

@@ -22,7 +22,7 @@ from unittest import mock
 
 from pydantic import BaseModel
 
-from replenisher.domain.archive import ArchivedTurn, RunArchive
+from replenisher.domain.archive import RunArchive
 from replenisher.domain.decisions import GOAL, Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.documents import EventKind, StockLevel
 from replenisher.domain.memory import MemoryBrief
@@ -34,6 +34,7 @@ from replenisher.domain.turns import DeciderUnavailable
 from replenisher.engines.memory_world import DAY, SKU, Clock, Inbox, MemoryWorld
 from replenisher.loop import Effect, RunRequest, StepFailed, replenish
 from replenisher.loop.request import CurrentWait
+from replenisher.replay.recording import Archiving, MemorySink
 
 T = TypeVar("T", bound=BaseModel)
 WAITS_BY_EVENT: dict[str, Wait[Any]] = {t.event: t for t in TOOLS if isinstance(t, Wait)}
@@ -84,7 +85,7 @@ class MemoryEngine:
     """Each tool taken, and whether the rules allowed it at that moment."""
     result: ReplenishmentResult | None = None
     archive: RunArchive | None = None
-    """The run's archive, as Restate would keep it for a replay."""
+    """The run's archive, as Restate would keep it for a replay (`run_in_memory` records it)."""
     steps: list[str] = field(default_factory=list)
     """The name of each step taken, as Restate would journal it."""
     delays: list[tuple[str, float]] = field(default_factory=list)
@@ -143,17 +144,8 @@ class MemoryEngine:
     def show_wait(self, wait: CurrentWait | None) -> None:
         pass
 
-    def begin(self, archive: RunArchive) -> None:
-        self.archive = archive
-
-    def record(self, turn: ArchivedTurn) -> None:
-        assert self.archive is not None
-        self.archive.add_turn(turn)
-
     def finish(self, result: ReplenishmentResult) -> None:
         self.result = result
-        if self.archive is not None:
-            self.archive.finish(result.outcome, result.ended_at)
 
 
 @dataclass
@@ -183,10 +175,13 @@ async def run_in_memory(
     stock = StockLevel(sku=SKU, on_hand=on_hand, safety_stock=20, target_stock=100, suppliers=suppliers)
     request = RunRequest(stock=stock, day_seconds=DAY, memory=memory, decider_terms=terms or DeciderTerms())
     engine = MemoryEngine(f"replenish-{SKU}-{run_number}", decider, world, inbox, until=until)
+    sink = MemorySink()
     try:
-        result = await replenish(engine, request)
+        # Archived as the workflow archives it, for the suites that replay it.
+        result = await replenish(Archiving(engine, sink, request, SKU), request)
     except Halt:
         assert engine.state is not None
         result = result_of(engine.state, world.clock.now)
     assert engine.state is not None
+    engine.archive = sink.archive
     return Run(engine.state, result, world, inbox, engine.decisions, engine.executed, engine)

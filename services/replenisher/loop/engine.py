@@ -33,11 +33,11 @@ them and must not make up its own.
 - `checkpoint(state)`: make the state visible (the run's views, the SKU's security record);
   called after every turn and whenever a wait changes the state.
 - `show_wait(wait)`: the wait the run is in now, or None when it ends (for the views).
-- `begin(archive)`, `record(turn)`: the run's archive (`domain/archive.py`): its header once
-  the run starts, then each turn as it ends (the allowed tools, the decision, the step's
-  result or failure, the wait's events). Restate keeps it past the journal's retention for
-  `replenisher replay`; an engine with no use for it drops it.
-- `finish(result)`: hand the outcome on (to the SKU, the archive); the last thing a run does.
+- `finish(result)`: hand the outcome on (to the SKU); the last thing a run does.
+
+A run's archive, for `replenisher replay`, is not an engine's business: wrapping any engine in
+`replenisher.replay.recording.Archiving` notes every answer it gives the loop, and the replay
+engine (`replenisher.replay.engine`) serves them back to the same loop.
 
 Attributes: `run_id` (the run's id, e.g. `replenish-SKU-1`) and `code` (the code version
 stamped on each turn; "" when there is none).
@@ -54,7 +54,6 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from replenisher.domain.archive import ArchivedTurn, RunArchive
 from replenisher.domain.decisions import Decision, Refusal
 from replenisher.domain.documents import EventKind
 from replenisher.domain.escalation import Reminder, ReminderSent
@@ -147,10 +146,6 @@ class Engine(Protocol):
     async def arrived_by(self, event: EventKind, seq: int, deadline: float) -> bool: ...
 
     def checkpoint(self, state: State) -> None: ...
-
-    def begin(self, archive: RunArchive) -> None: ...
-
-    def record(self, turn: ArchivedTurn) -> None: ...
 
     def show_wait(self, wait: CurrentWait | None) -> None: ...
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from replenisher.domain.archive import RunArchive, TurnBuilder
 from replenisher.domain.decisions import DeciderTerms, Decision, Refusal
 from replenisher.domain.escalation import Reminder, ReminderSent
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
@@ -28,18 +27,7 @@ from replenisher.loop.request import CurrentWait, Envelope, RunRequest, describe
 
 
 async def replenish(engine: Engine, request: RunRequest) -> ReplenishmentResult:
-    started_at = await engine.now()
-    state = start(engine.run_id, request, started_at)
-    # Kept past the journal's retention, for `replenisher replay`.
-    engine.begin(
-        RunArchive(
-            run_id=engine.run_id,
-            sku=state.sku,
-            started_at=started_at,
-            code=engine.code,
-            request=request.model_dump(mode="json"),
-        )
-    )
+    state = start(engine.run_id, request, await engine.now())
     try:
         for turn in range(MAX_TURNS):
             # The rules that depend on time (a quote's validity) read the engine's recorded clock.
@@ -48,17 +36,14 @@ async def replenish(engine: Engine, request: RunRequest) -> ReplenishmentResult:
             if not allowed:
                 break
             tool, args, decision = await decide(engine, turn, state, allowed, request.decider_terms)
-            archived = TurnBuilder(turn, state.now, [t.name for t in allowed], decision)
             if isinstance(tool, Done):
                 state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, code=engine.code))
-                engine.record(archived.done(None))
                 break
             if isinstance(tool, Wait):
-                summary = await wait(engine, tool, state, archived)
+                summary = await wait(engine, tool, state)
             else:
                 assert isinstance(tool, Call)
-                summary = await call(engine, turn, tool, args, state, archived)
-            engine.record(archived.done(summary))
+                summary = await call(engine, turn, tool, args, state)
             state.history.append(
                 TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary, code=engine.code)
             )
@@ -103,7 +88,7 @@ async def decide(
     return tool, tool.parse_args(decision.args), decision
 
 
-async def call(engine: Engine, turn: int, tool: Call[Any, Any], args: Any, state: State, archived: TurnBuilder) -> str:
+async def call(engine: Engine, turn: int, tool: Call[Any, Any], args: Any, state: State) -> str:
     delay = tool.delay_days(state)
     if delay > 0:
         now = await engine.now()
@@ -112,13 +97,11 @@ async def call(engine: Engine, turn: int, tool: Call[Any, Any], args: Any, state
     try:
         result = await engine.step(name, Effect("call", tool.name, state, args))
     except StepFailed as e:
-        archived.step(name, failure=str(e))
         return tool.apply_failure(state, args, str(e))
-    archived.step(name, result)
     return tool.apply(state, args, result)
 
 
-async def wait(engine: Engine, tool: Wait[Any], state: State, archived: TurnBuilder) -> str:
+async def wait(engine: Engine, tool: Wait[Any], state: State) -> str:
     """The next message of the tool's kind that counts, or its deadline, whichever comes first.
 
     A message that does not parse, or that the tool's rules refuse (wrong sender, token,
@@ -127,9 +110,8 @@ async def wait(engine: Engine, tool: Wait[Any], state: State, archived: TurnBuil
     """
     while True:
         seq = state.next_message_number(tool.event)
-        raw = await next_message(engine, tool, state, seq, archived)
+        raw = await next_message(engine, tool, state, seq)
         if raw is None:
-            archived.deadline(tool.event)
             return tool.apply(state, None)
         state.mark_consumed(tool.event)
         try:
@@ -142,16 +124,13 @@ async def wait(engine: Engine, tool: Wait[Any], state: State, archived: TurnBuil
         else:
             refused = tool.refusal(state, payload, envelope.arrival)
             if refused is None:
-                arrival = envelope.arrival
-                archived.message(tool.event, seq, payload, arrival.sender, arrival.at)
-                return tool.apply(state, payload, arrival)
-        archived.refused(tool.event, seq, refused)
+                return tool.apply(state, payload, envelope.arrival)
         # Seen now, in the run's view and on the SKU's record, not when the wait ends.
         state.record_security_event(refused)
         engine.checkpoint(state)
 
 
-async def next_message(engine: Engine, tool: Wait[Any], state: State, seq: int, archived: TurnBuilder) -> bytes | None:
+async def next_message(engine: Engine, tool: Wait[Any], state: State, seq: int) -> bytes | None:
     """The raw bytes of the `seq`-th message, or None at the deadline: parsed by the caller,
     so that no value anyone sent can fail the run before the rules judge it.
 
@@ -190,41 +169,36 @@ async def next_message(engine: Engine, tool: Wait[Any], state: State, seq: int, 
                 raw, late = None, True
         first = False
         if reminder is not None and not late:
-            await send_reminder(engine, tool, state, reminder, archived)
+            await send_reminder(engine, tool, state, reminder)
             continue
         if not late and await engine.arrived_by(tool.event, seq, deadline):
             raw = await engine.receive(tool.event, seq, None)  # on its way here: the SKU routed it
             break
         # The deadline passed: escalate (a late message is then judged against the new terms), or time out.
-        if not tool.escalation_due(state) or not await escalate(engine, tool, state, archived):
+        if not tool.escalation_due(state) or not await escalate(engine, tool, state):
             break
     engine.show_wait(None)
     return raw
 
 
-async def escalate(engine: Engine, tool: Wait[Any], state: State, archived: TurnBuilder) -> bool:
+async def escalate(engine: Engine, tool: Wait[Any], state: State) -> bool:
     """Hand the wait over (e.g. to the backup approver); False if that could not be done."""
     try:
         result = await engine.step(names.escalate(tool.name), Effect[Any]("escalate", tool.name, state))
     except StepFailed as e:
         state.last_failure = f"could not escalate {tool.name}: {e}"
-        archived.escalation_failed(tool.event, state.last_failure)
         return False
-    archived.escalation(tool.event, result)
     tool.apply_escalation(state, result)
     engine.checkpoint(state)
     return True
 
 
-async def send_reminder(
-    engine: Engine, tool: Wait[Any], state: State, reminder: Reminder, archived: TurnBuilder
-) -> None:
+async def send_reminder(engine: Engine, tool: Wait[Any], state: State, reminder: Reminder) -> None:
     name = names.remind(reminder.approver, reminder.label)
     try:
         sent = await engine.step(name, Effect[ReminderSent]("remind", tool.name, state, reminder))
     except StepFailed as e:
         # Retries spent: noted, and not tried again, so a dead inbox cannot hold the wait up.
         sent = ReminderSent(point=reminder.point, at=reminder.at, delivered=False, error=str(e))
-    archived.reminder(tool.event, sent)
     tool.apply_reminder(state, sent)
     engine.checkpoint(state)

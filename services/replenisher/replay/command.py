@@ -114,10 +114,10 @@ def gather(targets: list[str], every: bool, since: str | None, admin_url: str) -
             archives += found
     if since is not None:
         cutoff = time.time() - parse_since(since)
-        archives = [a for a in archives if (a.ended_at or a.started_at) >= cutoff]
+        archives = [a for a in archives if (a.ended_at or a.started_at or 0.0) >= cutoff]
     if not archives:
         raise ReplayError("no archived runs to replay")
-    return sorted(archives, key=lambda a: (a.started_at, a.run_id))
+    return sorted(archives, key=lambda a: (a.started_at or 0.0, a.run_id))
 
 
 def build_decider(name: str, model: str | None) -> Decider:
@@ -161,12 +161,34 @@ def report_lines(report: ReplayReport) -> list[str]:
             lines.append(f"    why: {choice.reason}")
         if report.diverged > 1 or report.stopped != "diverged":
             lines.append(f"  went on: {report.agree} agree, {report.diverged} diverged of {report.turns} turns")
+    if report.rules_took and report.decider != "offline":
+        why = f"{report.decider} could not answer, or was refused"
+        lines.append(f"  the rules took {report.rules_took} of {report.turns} turns: {why}")
     if report.stopped == "record no longer applies":
         lines.append(f"  stopped: {report.stop_detail}")
     if report.usd or report.input_tokens:
         lines.append(
             f"  model calls: {report.input_tokens} in / {report.output_tokens} out tokens, {report.usd:.4f} USD"
         )
+    return lines
+
+
+def side_by_side(archive: RunArchive, report: ReplayReport) -> list[str]:
+    """The recorded run and its replay as two columns of turns, the turn where they part marked."""
+    day = float(archive.request.get("day_seconds") or 86_400.0)
+    start = archive.started_at or 0.0
+    replayed = {pair.turn: pair for pair in report.pairs}
+    who = report.decider + (f" {report.model}" if report.model else "")
+    width = max([len("recorded"), *(len(e.decision.tool) for e in archive.decisions if e.decision)]) + 2
+    lines = [f"{'turn':>4}  {'at':>6}  {'recorded':<{width}}replayed ({who})"]
+    first = report.first_divergence.turn if report.first_divergence else None
+    for entry in archive.decisions:
+        assert entry.decision is not None and entry.turn is not None
+        pair = replayed.get(entry.turn)
+        at = f"d{((pair.at if pair and pair.at else start) - start) / day:.1f}" if pair else ""
+        mine = pair.replayed if pair else "-"
+        mark = "  <- parts here" if entry.turn == first else ("  (differs)" if pair and not pair.agree else "")
+        lines.append(f"{entry.turn:>4}  {at:>6}  {entry.decision.tool:<{width}}{mine}{mark}")
     return lines
 
 
@@ -185,6 +207,9 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     reports = asyncio.run(replay_all(archives, decider, args.keep_going))
+    if args.side_by_side and not args.json:
+        for archive, report in zip(archives, reports, strict=True):
+            print("\n".join([f"{archive.run_id}: the recorded run beside its replay", *side_by_side(archive, report)]))
     summary = Summary.of(reports)
     if args.json:
         out = {"summary": summary.model_dump(), "runs": [r.model_dump(mode="json") for r in reports]}
@@ -208,6 +233,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--since", metavar="AGE", help="only runs that ended within this age: 7d, 12h, 30m")
     p.add_argument("--decider", choices=["offline", "claude"], default="offline", help="who decides (offline)")
     p.add_argument("--model", help="the Claude model (default $REPLENISHER_CLAUDE_MODEL)")
+    p.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="draw each run's turns beside the replay's, marking the turn where they part",
+    )
     p.add_argument(
         "--continue",
         dest="keep_going",

@@ -1,0 +1,107 @@
+"""`Archiving`: any engine of the loop, with what it answers written to the run's archive.
+
+It wraps the engine the run really runs on (Restate's, or the in-memory one) and passes every
+call through unchanged, noting each answer the loop got (`replenisher.domain.archive.Entry`).
+It hands the notes to a sink in chunks: one when a turn's decision is taken (the previous
+turn's results and this turn's clock with it) and one when the run ends. On Restate the sink
+is a one-way send per chunk, journaled like every other entry, so a replayed invocation
+notes the same answers and its sends are not sent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from replenisher.domain.archive import ArchiveWriter, Chunk, Entry, RunArchive
+from replenisher.domain.decisions import Decision, Refusal
+from replenisher.domain.documents import EventKind
+from replenisher.domain.state import State
+from replenisher.domain.tools import Tool
+from replenisher.loop import names
+from replenisher.loop.engine import Effect, Engine, StepFailed
+from replenisher.loop.request import CurrentWait, RunRequest
+
+if TYPE_CHECKING:
+    from replenisher.domain.outcomes import ReplenishmentResult
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class ArchiveSink(Protocol):
+    def begin(self, header: RunArchive) -> None: ...
+
+    def send(self, chunk: Chunk) -> None: ...
+
+
+class MemorySink:
+    """Keeps the archive in this process (the in-memory engine's runs, tests)."""
+
+    def __init__(self) -> None:
+        self.archive: RunArchive | None = None
+
+    def begin(self, header: RunArchive) -> None:
+        self.archive = header
+
+    def send(self, chunk: Chunk) -> None:
+        assert self.archive is not None
+        self.archive.add(chunk)
+
+
+class Archiving:
+    def __init__(self, inner: Engine, sink: ArchiveSink, request: RunRequest, sku: str) -> None:
+        self.inner = inner
+        self.sink = sink
+        self.run_id = inner.run_id
+        self.code = inner.code
+        self.writer = ArchiveWriter()
+        sink.begin(
+            RunArchive(run_id=inner.run_id, sku=sku, code=inner.code or None, request=request.model_dump(mode="json"))
+        )
+
+    async def now(self) -> float:
+        at = await self.inner.now()
+        self.writer.add(Entry.now(at))
+        return at
+
+    async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
+        return await self.inner.decide(name, state, allowed, refusals)
+
+    def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
+        self.inner.decided(turn, state, allowed, decision)
+        self.writer.add(Entry.decided(turn, [t.name for t in allowed], decision))
+        self.sink.send(self.writer.chunk())
+
+    async def step(self, name: str, effect: Effect[T]) -> T:
+        try:
+            result = await self.inner.step(name, effect)
+        except StepFailed as e:
+            self.writer.add(Entry.step(name, failure=str(e)))
+            raise
+        self.writer.add(Entry.step(name, result))
+        return result
+
+    async def sleep(self, name: str, seconds: float) -> None:
+        await self.inner.sleep(name, seconds)
+
+    async def receive(self, event: EventKind, seq: int, timeout: float | None) -> bytes | None:  # noqa: ASYNC109
+        raw = await self.inner.receive(event, seq, timeout)
+        self.writer.add(Entry.receive(names.message_promise(event, seq), raw))
+        return raw
+
+    async def arrived_by(self, event: EventKind, seq: int, deadline: float) -> bool:
+        arrived = await self.inner.arrived_by(event, seq, deadline)
+        self.writer.add(Entry.arrived_by(names.message_promise(event, seq), arrived))
+        return arrived
+
+    def checkpoint(self, state: State) -> None:
+        self.inner.checkpoint(state)
+
+    def show_wait(self, wait: CurrentWait | None) -> None:
+        self.inner.show_wait(wait)
+
+    def finish(self, result: ReplenishmentResult) -> None:
+        self.sink.send(self.writer.chunk(outcome=result.outcome))
+        self.inner.finish(result)

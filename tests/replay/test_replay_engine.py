@@ -1,0 +1,103 @@
+"""The replay engine runs the workflow's own loop on a recorded run, without running any step.
+
+Recorded here through the in-memory engine wrapped in `Archiving` (the same wrapper the
+workflow runs on Restate), so these need no processes; the corpus of runs the real stack
+recorded is replayed in test_corpus.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from replenisher.domain.decisions import Decision, Refusal
+from replenisher.domain.documents import StockLevel
+from replenisher.domain.policy import OfflinePolicy, choose
+from replenisher.domain.state import State
+from replenisher.domain.tools import Tool
+from replenisher.engines.memory import MemoryEngine
+from replenisher.engines.memory_world import DAY, SKU, Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.loop import RunRequest, replenish
+from replenisher.replay.core import replay
+from replenisher.replay.recording import Archiving, MemorySink
+
+
+async def recorded_run(**specs: SupplierSpec) -> tuple[MemorySink, MemoryWorld]:
+    world = MemoryWorld(Clock(), dict(specs))
+    stock = StockLevel(sku=SKU, on_hand=5, safety_stock=20, target_stock=100, suppliers=list(specs))
+    request = RunRequest(stock=stock, day_seconds=DAY)
+    engine = MemoryEngine(f"replenish-{SKU}-1", OfflinePolicy(), world, Inbox(world))
+    sink = MemorySink()
+    await replenish(Archiving(engine, sink, request, SKU), request)
+    assert sink.archive is not None and sink.archive.outcome is not None
+    return sink, world
+
+
+async def test_a_recorded_run_replays_turn_for_turn_and_runs_no_step() -> None:
+    sink, world = await recorded_run(acme=SupplierSpec(price=4.0), bolt=SupplierSpec(price=4.5, quiet=True))
+    archive = sink.archive
+    assert archive is not None
+    before = (len(world.quote_requests), len(world.placed), len(world.approval_requests), len(world.closed))
+    report = await replay(archive, OfflinePolicy())
+    assert report.first_divergence is None and report.stopped == "end of record", report
+    assert report.turns == report.agree == len(archive.decisions) > 5
+    assert report.replayed_outcome == archive.outcome == "received"
+    assert (len(world.quote_requests), len(world.placed), len(world.approval_requests), len(world.closed)) == before
+
+
+class PartsAt:
+    """The offline policy, except at one turn: there it takes `tool` instead."""
+
+    name = "parts-at"
+
+    def __init__(self, turn: int, tool: str) -> None:
+        self.turn, self.tool = turn, tool
+
+    async def decide(
+        self, goal: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal] = ()
+    ) -> Decision:
+        if len(state.history) == self.turn:
+            return Decision(tool=self.tool, reason="parts on purpose", decider=self.name)
+        return choose(state, [t.name for t in allowed])
+
+
+async def test_the_first_divergence_names_the_turn_both_choices_and_both_reasons() -> None:
+    sink, _ = await recorded_run(acme=SupplierSpec(price=4.0))
+    archive = sink.archive
+    assert archive is not None
+    # The first turn that offered giving up beside what the run did.
+    turn, other = next(
+        (e.turn, "done")
+        for e in archive.decisions
+        if e.decision is not None and "done" in (e.allowed or []) and e.decision.tool != "done"
+    )
+    assert turn is not None
+    recorded = archive.decisions[turn].decision
+    assert recorded is not None
+    report = await replay(archive, PartsAt(turn, other))
+    first = report.first_divergence
+    assert first is not None and first.turn == turn and report.stopped == "diverged"
+    assert (first.recorded.tool, first.recorded.reason) == (recorded.tool, recorded.reason)
+    assert (first.replayed.tool, first.replayed.reason) == (other, "parts on purpose")
+    assert (report.agree, report.turns) == (turn, turn + 1)
+
+    # Going on: the loop follows the new choice for as long as the record still answers it.
+    went_on = await replay(archive, PartsAt(turn, other), keep_going=True)
+    assert (went_on.diverged >= 1 and went_on.turns > turn + 1) or went_on.stopped == "record no longer applies"
+    assert went_on.stopped == "record no longer applies" and went_on.stop_detail
+
+
+async def test_the_side_by_side_timeline_marks_the_turn_where_the_replay_parts() -> None:
+    from replenisher.replay.command import side_by_side
+
+    sink, _ = await recorded_run(acme=SupplierSpec(price=4.0))
+    archive = sink.archive
+    assert archive is not None
+    report = await replay(archive, PartsAt(2, "done"))
+    lines = side_by_side(archive, report)
+    rows = lines[1:]
+    assert len(rows) == len(archive.decisions)
+    marked = [row for row in rows if "<- parts here" in row]
+    assert len(marked) == 1 and marked[0].split()[0] == "2"
+    assert "request_approval" in marked[0] and "done" in marked[0]
+    assert rows[0].split()[2:4] == ["get_quotes", "get_quotes"]
+    assert rows[-1].split()[1:] == ["done", "-"]  # not replayed: the replay stopped where it parted
