@@ -109,3 +109,11 @@ async def browser() -> AsyncIterator[Any]:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def axe() -> Path:
+    """axe-core's script for the accessibility checks (npm, cached per user; see page_checks.py)."""
+    from page_checks import ensure_axe
+
+    return ensure_axe()

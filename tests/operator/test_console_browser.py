@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from operator_support import setup_lasting_quotes
+from page_checks import PHONE, assert_page_fit_for_everyone
 from playwright.async_api import expect
 
 from e2e.scenario import Scenario
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.e2e
 
 
 async def test_the_manager_approves_in_the_inbox_and_watches_the_run_carry_on(
-    browser: Any, console: HypercornApp, scenario: Scenario, artifacts: Path
+    browser: Any, console: HypercornApp, scenario: Scenario, artifacts: Path, axe: Path
 ) -> None:
     page = await browser.new_page(viewport={"width": 1280, "height": 860})
     try:
@@ -45,6 +46,7 @@ async def test_the_manager_approves_in_the_inbox_and_watches_the_run_carry_on(
         flash = await page.locator(".flash.ok").inner_text()
         assert f"{request['po_number']} approved up to 4.25" in flash
         await page.screenshot(path=str(artifacts / "run-just-approved.png"), full_page=True)
+        await assert_page_fit_for_everyone(page, axe, "the run page after a decision")
 
         # The page's own script refreshes the timeline in place while the run goes on: no reload.
         await page.evaluate("window.__sameDocument = true")
@@ -123,7 +125,7 @@ async def test_stale_or_bad_decisions_get_a_clear_answer_and_change_nothing(
     "appear within 20 s (runs in the default pass; see the session note)",
 )
 async def test_with_the_service_killed_the_console_says_since_when_and_what_restate_accepted(
-    browser: Any, console: HypercornApp, scenario: Scenario, service: RegisteredService, artifacts: Path
+    browser: Any, console: HypercornApp, scenario: Scenario, service: RegisteredService, artifacts: Path, axe: Path
 ) -> None:
     await setup_lasting_quotes(scenario)
     run_id = (await scenario.check())["started"]
@@ -147,6 +149,7 @@ async def test_with_the_service_killed_the_console_says_since_when_and_what_rest
         row = page.locator(f"#inbox article[data-sku='{scenario.sku}']")
         assert request["po_number"] in await row.inner_text(), "the inbox is read from Restate's storage"
         await page.screenshot(path=str(artifacts / "inbox-service-down.png"), full_page=True)
+        await assert_page_fit_for_everyone(page, axe, "the inbox while the service is down")
 
         await row.locator("input[name=note]").fill("while it is down")
         await row.get_by_role("button", name=f"Approve {request['po_number']}", exact=True).click()
@@ -156,8 +159,13 @@ async def test_with_the_service_killed_the_console_says_since_when_and_what_rest
         status = await page.locator("[data-status]").inner_text()
         assert status.startswith("service down since"), status
         await page.screenshot(path=str(artifacts / "run-service-down.png"), full_page=True)
+        if docs := os.environ.get("REPLENISHER_SCREENSHOT_DIR"):  # the README's picture (make screenshots)
+            await page.set_viewport_size({"width": 1280, "height": 620})
+            await page.screenshot(path=str(Path(docs) / "console-run-service-down.png"))
+        await assert_page_fit_for_everyone(page, axe, "a run page while the service is down")
         await phone.goto(page.url)
         await phone.screenshot(path=str(artifacts / "run-service-down-phone.png"), full_page=True)
+        await assert_page_fit_for_everyone(phone, axe, "a run page while the service is down (phone)")
     finally:
         await page.close()
         await phone.close()
@@ -166,7 +174,7 @@ async def test_with_the_service_killed_the_console_says_since_when_and_what_rest
 
 
 async def test_an_approval_above_the_confirmation_amount_takes_a_second_step(
-    browser: Any, console: HypercornApp, scenario: Scenario
+    browser: Any, console: HypercornApp, scenario: Scenario, axe: Path
 ) -> None:
     await setup_lasting_quotes(scenario, price=40.0)  # 95 x 40.00 = 3,800.00, above the default 1,000
     run_id = (await scenario.check())["started"]
@@ -190,6 +198,9 @@ async def test_an_approval_above_the_confirmation_amount_takes_a_second_step(
         confirm = page.locator("#confirm")
         await confirm.wait_for(timeout=15_000)
         assert "at most 3,800.00 USD" in await confirm.inner_text()
+        await assert_page_fit_for_everyone(page, axe, "the confirmation step")
+        await page.set_viewport_size(PHONE)
+        await assert_page_fit_for_everyone(page, axe, "the confirmation step (phone)")
         assert (await scenario.run_view(run_id))["state"]["approval"]["status"] == "pending", "not yet decided"
         await confirm.get_by_role("button", name=f"Confirm: approve {request['po_number']}").click()
         await page.wait_for_url(f"**/skus/{scenario.sku}/runs/1?**", timeout=15_000)

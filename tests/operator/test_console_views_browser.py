@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from operator_support import setup_lasting_quotes
-from page_checks import DESKTOP, PHONE, assert_page_fit_for_everyone, ensure_axe
+from page_checks import DESKTOP, PHONE, assert_page_fit_for_everyone
 
 from e2e.scenario import Scenario
 from replenisher.stack.processes import HypercornApp
@@ -23,11 +23,6 @@ from support import eventually
 pytestmark = pytest.mark.e2e
 
 CONSUMPTION = 0.001  # units a day: the shelf barely moves during the test, so its cover is known
-
-
-@pytest.fixture(scope="module")
-def axe() -> Path:
-    return ensure_axe()
 
 
 async def shoot(page: Any, artifacts: Path, name: str, full_page: bool = False) -> None:
