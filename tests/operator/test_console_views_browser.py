@@ -105,7 +105,7 @@ async def test_skus_spend_and_inbox_views_read_right_and_pass_accessibility_chec
             await visit(page, f"{console.url}/skus/{sku}/runs/1", axe, f"run page ({width})")
 
         await scenario.decide(request["po_number"], approved=True)
-        assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+        assert (await scenario.outcome(run_id, within=120))["outcome"] == "received"
         (order,) = await scenario.orders()  # the world's record of what was bought
         bought = f"{order['ack']['quantity'] * order['ack']['unit_price']:,.2f} USD"
 
