@@ -9,24 +9,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
+import json
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 from dbos._core import StepOptions
 from pydantic import BaseModel
 
 from bench.peers.gateway import Gateway, serve
-from bench.peers.loop import Rejected, StepFailed, execute_tool, offline_decision, replenish
+from bench.peers.loop import PeerEngine, Rejected, StepFailed, offline_decision, replenish, run_effect
 from bench.peers.shape import DAY_SECONDS, WAITS, decide_turn, woke_at
 from replenisher.adapters.world import HttpWorld
-from replenisher.domain.decisions import Decision
+from replenisher.domain.decisions import Decision, Refusal
 from replenisher.domain.documents import EventKind, StockLevel
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.state import State
-from replenisher.domain.tools import Call
+from replenisher.domain.tools import Tool
 from replenisher.domain.waits import WaitDays
+from replenisher.loop import Effect
 
 world: HttpWorld | None = None
+T = TypeVar("T", bound=BaseModel)
+FOREVER = 365 * 86_400.0
 # How often the gateway looks for a finished run's result (DBOS polls for it; 1 s by default).
 # The wake-up stamp is taken inside the run, so this only affects when the driver sees the end.
 RESULT_POLL = 0.05
@@ -52,42 +57,45 @@ async def clock() -> float:
     return time.time()
 
 
-class Steps:
-    """`Durable` over DBOS steps, durable sleep and the workflow's message topics."""
+class Steps(PeerEngine):
+    """The loop's engine over DBOS steps, durable sleep and the workflow's message topics."""
+
+    def __init__(self) -> None:
+        # A message, once received, is the run's: asked for again (a late one judged after an
+        # escalation), it is the same message, not the topic's next.
+        self.received: dict[tuple[str, int], dict[str, Any]] = {}
 
     async def now(self) -> float:
         return await DBOS.run_step_async({"name": "now"}, clock)
 
-    async def decide(self, turn: int, state: State, allowed: list[str]) -> Decision:
-        return await DBOS.run_step_async({**STEP, "name": f"decide {turn}"}, self._decide, state, allowed)
+    async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
+        return await DBOS.run_step_async({**STEP, "name": name}, self._decide, state, [t.name for t in allowed])
 
     @staticmethod
     async def _decide(state: State, allowed: list[str]) -> Decision:
         return offline_decision(state, allowed)
 
-    async def execute(self, turn: int, tool: Call[Any, Any], state: State, args: BaseModel) -> BaseModel:
+    async def step(self, name: str, effect: Effect[T]) -> T:
         assert world is not None
         try:
-            raw = await DBOS.run_step_async(
-                {**STEP, "name": f"{tool.name} {turn}"},
-                execute_tool,
-                tool.name,
-                state,
-                args.model_dump(mode="json"),
-                world,
-            )
+            raw = await DBOS.run_step_async({**STEP, "name": name}, run_effect, effect.to_json(), world)
         except Rejected as e:
             raise StepFailed(f"refused by the other side: {e.reason}") from e
         except Exception as e:
             raise StepFailed(str(e)) from e
-        return tool.Result.model_validate(raw)
+        return effect.result.model_validate(raw)
 
     async def sleep(self, name: str, seconds: float) -> None:
         await DBOS.sleep_async(seconds)
 
-    async def receive(self, event: EventKind, seq: int, timeout: float) -> dict[str, Any] | None:  # noqa: ASYNC109
-        message: dict[str, Any] | None = await DBOS.recv_async(topic=event, timeout_seconds=timeout)
-        return message
+    async def receive(self, event: EventKind, seq: int, timeout: float | None) -> bytes | None:  # noqa: ASYNC109
+        if (event, seq) not in self.received:
+            wait = FOREVER if timeout is None else max(timeout, 0.0)
+            message: dict[str, Any] | None = await DBOS.recv_async(topic=event, timeout_seconds=wait)
+            if message is None:
+                return None
+            self.received[(event, seq)] = message
+        return json.dumps(self.received[(event, seq)]).encode()
 
 
 @DBOS.workflow(name="Replenish")
@@ -111,7 +119,7 @@ async def bench_run(steps: int) -> float:
     for turn in range(steps):
         await DBOS.run_step_async({"name": f"decide {turn}"}, _decide_turn, turn)
     await DBOS.set_event_async("ready", True)
-    await DBOS.recv_async(topic="approval", timeout_seconds=365 * 86_400)
+    await DBOS.recv_async(topic="approval", timeout_seconds=FOREVER)
     return await DBOS.run_step_async({"name": "after approval"}, _woke_at)
 
 

@@ -8,22 +8,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import time
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from bench.peers.gateway import Gateway, serve
-from bench.peers.loop import StepFailed, execute_tool, offline_decision, replenish
+from bench.peers.loop import PeerEngine, StepFailed, offline_decision, replenish
 from bench.peers.shape import DAY_SECONDS, WAITS, decide_turn, woke_at
 from replenisher.adapters.world import HttpWorld
-from replenisher.domain.decisions import Decision
+from replenisher.domain.decisions import Decision, Refusal
 from replenisher.domain.documents import EventKind, StockLevel
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.ports import Rejected
 from replenisher.domain.state import State
-from replenisher.domain.tools import Call
+from replenisher.domain.tools import Tool
+from replenisher.loop import Effect
+
+T = TypeVar("T", bound=BaseModel)
 
 
 class Inbox:
@@ -39,6 +44,9 @@ class Inbox:
             self.arrived.notify_all()
 
     async def get(self, event: str, seq: int, timeout: float | None) -> dict[str, Any] | None:  # noqa: ASYNC109
+        if timeout is not None and timeout <= 0:
+            got = self.messages[event]
+            return got[seq] if len(got) > seq else None
         async with self.arrived:
             try:
                 await asyncio.wait_for(self.arrived.wait_for(lambda: len(self.messages[event]) > seq), timeout)
@@ -47,8 +55,8 @@ class Inbox:
             return self.messages[event][seq]
 
 
-class InMemory:
-    """`Durable` without the durability: steps are plain awaits, retried like the others'."""
+class InMemory(PeerEngine):
+    """The loop's engine without the durability: steps are plain awaits, retried like the others'."""
 
     def __init__(self, world: HttpWorld, inbox: Inbox) -> None:
         self.world = world
@@ -57,15 +65,14 @@ class InMemory:
     async def now(self) -> float:
         return time.time()
 
-    async def decide(self, turn: int, state: State, allowed: list[str]) -> Decision:
-        return offline_decision(state, allowed)
+    async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
+        return offline_decision(state, [t.name for t in allowed])
 
-    async def execute(self, turn: int, tool: Call[Any, Any], state: State, args: BaseModel) -> BaseModel:
+    async def step(self, name: str, effect: Effect[T]) -> T:
         delay = 2.0
         for attempt in range(6):
             try:
-                raw = await execute_tool(tool.name, state, args.model_dump(mode="json"), self.world)
-                return tool.Result.model_validate(raw)
+                return await effect.run(self.world)
             except Rejected as e:
                 raise StepFailed(f"refused by the other side: {e.reason}") from e
             except Exception as e:
@@ -78,8 +85,9 @@ class InMemory:
     async def sleep(self, name: str, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
-    async def receive(self, event: EventKind, seq: int, timeout: float) -> dict[str, Any] | None:  # noqa: ASYNC109
-        return await self.inbox.get(event, seq, timeout)
+    async def receive(self, event: EventKind, seq: int, timeout: float | None) -> bytes | None:  # noqa: ASYNC109
+        message = await self.inbox.get(event, seq, timeout)
+        return json.dumps(message).encode() if message is not None else None
 
 
 class Floor:

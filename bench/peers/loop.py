@@ -1,101 +1,69 @@
-"""The replenishment loop of the peers, line for line the loop of `replenisher.durable.replenish.run`.
+"""The peers run the project's own loop (`replenisher.loop.replenish`), the one `Replenish.run` runs.
 
-Each engine supplies the four durable primitives (`Durable`): a journaled decider step, a
-journaled tool step, a durable sleep, and a wait for the next message of a kind raced against a
-deadline. The rules, the decider and the tools' effects are the project's own pure domain code,
-so every system takes the same turns for the same world.
+Each peer's engine supplies the durable primitives of `replenisher.loop.Engine` its own way
+(a journaled decider step, a journaled step per side effect, a durable sleep, a wait for the
+next message of a kind raced against a deadline); `PeerEngine` fills in what the benchmark
+does not measure (no views to update, no SKU to report to, no message held up by a downtime).
+The rules, the decider's checks and re-asks, the tools' effects and the waits' reminders are
+the project's own code, so every system takes the same turns for the same world.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
-from pydantic import BaseModel
-
-from replenisher.domain.decisions import Decision
+from replenisher.domain.decisions import Decision, Refusal
 from replenisher.domain.documents import EventKind, StockLevel
-from replenisher.domain.outcomes import ReplenishmentResult, result_of
+from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.policy import choose
 from replenisher.domain.ports import Rejected, World
-from replenisher.domain.state import State, TurnRecord
-from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME, Call, Done, Wait
-from replenisher.domain.tools.limits import MAX_TURNS
+from replenisher.domain.state import State
+from replenisher.domain.tools import Tool
 from replenisher.domain.waits import WaitDays
+from replenisher.loop import Effect, RunRequest, StepFailed
+from replenisher.loop import replenish as loop
+from replenisher.loop.request import CurrentWait
 
 
-class StepFailed(Exception):
-    """A tool step failed for good (retries spent, or refused): the decider sees it."""
+class PeerEngine:
+    """What every peer's engine does alike; each subclass makes the primitives durable on its engine."""
+
+    run_id: str
+    code = ""
+
+    def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
+        pass
+
+    async def arrived_by(self, event: EventKind, seq: int, deadline: float) -> bool:
+        return False  # a peer's message waits in its inbox: none is ever held up past a deadline
+
+    def checkpoint(self, state: State) -> None:
+        pass
+
+    def show_wait(self, wait: CurrentWait | None) -> None:
+        pass
+
+    def finish(self, result: ReplenishmentResult) -> None:
+        pass
 
 
-class Durable(Protocol):
-    async def now(self) -> float: ...
-
-    async def decide(self, turn: int, state: State, allowed: list[str]) -> Decision: ...
-
-    async def execute(self, turn: int, tool: Call[Any, Any], state: State, args: BaseModel) -> BaseModel: ...
-
-    async def sleep(self, name: str, seconds: float) -> None: ...
-
-    async def receive(self, event: EventKind, seq: int, timeout: float) -> dict[str, Any] | None: ...  # noqa: ASYNC109
+def offline_decision(state: State, allowed: Sequence[str], refusals: Sequence[Refusal] = ()) -> Decision:
+    """The decider every system uses: the offline policy, as the body of one journaled step."""
+    return choose(state, list(allowed))
 
 
-def offline_decision(state: State, allowed: list[str]) -> Decision:
-    return choose(state, allowed)
-
-
-async def execute_tool(tool_name: str, state: State, args: dict[str, Any], world: World) -> dict[str, Any]:
-    """A tool's side effect, as the body of one step; `Rejected` means retrying will not help."""
-    tool = TOOLS_BY_NAME[tool_name]
-    assert isinstance(tool, Call)
-    result = await tool.execute(state, tool.parse_args(args), world)
+async def run_effect(effect: dict[str, Any], world: World) -> dict[str, Any]:
+    """A side effect (`Effect.to_json`) as the body of one step; `Rejected` means retrying will not help."""
+    result = await Effect.from_json(effect).run(world)
     return result.model_dump(mode="json")
 
 
-__all__ = ["Durable", "Rejected", "StepFailed", "execute_tool", "offline_decision", "replenish"]
-
-
 async def replenish(
-    engine: Durable, run_id: str, stock: StockLevel, day_seconds: float, waits: WaitDays
+    engine: Any, run_id: str, stock: StockLevel, day_seconds: float, waits: WaitDays
 ) -> ReplenishmentResult:
-    state = State.start(run_id, stock, day_seconds, await engine.now(), waits)
-    for turn in range(MAX_TURNS):
-        state.now = await engine.now()  # as the service's loop: the rules read a journaled clock
-        allowed = [t for t in TOOLS if t.allowed(state)]
-        if not allowed:
-            break
-        decision = await engine.decide(turn, state, [t.name for t in allowed])
-        tool = TOOLS_BY_NAME[decision.tool]
-        args = tool.parse_args(decision.args)
-        if isinstance(tool, Done):
-            state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason))
-            break
-        if isinstance(tool, Wait):
-            summary = await wait(engine, tool, state)
-        else:
-            assert isinstance(tool, Call)
-            summary = await call(engine, turn, tool, args, state)
-        state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary))
-    return result_of(state, await engine.now())
+    engine.run_id = run_id
+    return await loop(engine, RunRequest(stock=stock, day_seconds=day_seconds, waits=waits))
 
 
-async def call(engine: Durable, turn: int, tool: Call[Any, Any], args: BaseModel, state: State) -> str:
-    delay = tool.delay_days(state)
-    if delay > 0:
-        await engine.sleep(f"before {tool.name} {turn}", state.days(delay))
-    try:
-        result = await engine.execute(turn, tool, state, args)
-    except StepFailed as e:
-        return tool.apply_failure(state, args, str(e))
-    return tool.apply(state, args, result)
-
-
-async def wait(engine: Durable, tool: Wait[Any], state: State) -> str:
-    seq = state.next_message_number(tool.event)
-    state.now = await engine.now()
-    remaining = tool.deadline(state) - state.now
-    raw = await engine.receive(tool.event, seq, max(remaining, 0.0))
-    if raw is None:
-        return tool.apply(state, None)
-    state.now = await engine.now()
-    state.mark_consumed(tool.event)
-    return tool.apply(state, tool.Payload.model_validate(raw))
+__all__ = ["PeerEngine", "Rejected", "StepFailed", "offline_decision", "replenish", "run_effect"]

@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from bench.peers.gateway import Gateway, serve
-from bench.peers.loop import Rejected, execute_tool, offline_decision
+from bench.peers.loop import Rejected, offline_decision, run_effect
 from bench.peers.shape import DAY_SECONDS, TASK_QUEUE, WAITS, decide_turn, woke_at
 from bench.peers.temporal_workflows import BenchRunWorkflow, ReplenishWorkflow
 from replenisher.adapters.world import HttpWorld
@@ -33,10 +33,10 @@ class ReplenishActivities:
     async def decide(self, state: dict[str, Any], allowed: list[str]) -> dict[str, Any]:
         return offline_decision(State.model_validate(state), allowed).model_dump(mode="json")
 
-    @activity.defn(name="execute_tool")
-    async def execute_tool(self, tool: str, state: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    @activity.defn(name="run_effect")
+    async def run_effect(self, effect: dict[str, Any]) -> dict[str, Any]:
         try:
-            return await execute_tool(tool, State.model_validate(state), args, self.world)
+            return await run_effect(effect, self.world)
         except Rejected as e:
             raise ApplicationError(f"refused by the other side: {e.reason}", non_retryable=True) from e
 
@@ -107,7 +107,7 @@ async def main() -> None:
         client,
         task_queue=TASK_QUEUE,
         workflows=[ReplenishWorkflow, BenchRunWorkflow],
-        activities=[activities.decide, activities.execute_tool, activities.decide_turn, activities.woke_at],
+        activities=[activities.decide, activities.run_effect, activities.decide_turn, activities.woke_at],
     )
     gateway = Gateway(TemporalEngine(client), options.world)
     async with worker:

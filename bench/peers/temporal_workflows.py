@@ -1,6 +1,6 @@
 """Temporal workflows of the benchmark: deterministic orchestration, every side effect an activity.
 
-`Replenish` runs the shared loop with Temporal's primitives: the decider and each tool are
+`Replenish` runs the project's loop with Temporal's primitives: the decider and each side effect are
 activities (retried by the server with the same bounded backoff as ours), messages arrive as
 signals into the workflow's inbox, and a wait is `workflow.wait_condition` with a timeout (a
 durable timer). `BenchRun` is the wake-up shape: K activities, a signal, one activity after it.
@@ -11,21 +11,27 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    import json
+    from collections.abc import Sequence
+
     from pydantic import BaseModel
 
-    from bench.peers.loop import StepFailed, replenish
-    from replenisher.domain.decisions import Decision
+    from bench.peers.loop import PeerEngine, StepFailed, replenish
+    from replenisher.domain.decisions import Decision, Refusal
     from replenisher.domain.documents import EventKind, StockLevel
     from replenisher.domain.state import State
-    from replenisher.domain.tools import Call
+    from replenisher.domain.tools import Tool
     from replenisher.domain.waits import WaitDays
+    from replenisher.loop import Effect
+
+T = TypeVar("T", bound="BaseModel")
 
 # The same policy as our steps: 6 attempts, from 2 s doubling to at most 60 s.
 RETRY = RetryPolicy(
@@ -37,8 +43,8 @@ RETRY = RetryPolicy(
 STEP_TIMEOUT = timedelta(seconds=30)
 
 
-class Activities:
-    """`Durable` over activities, signals and timers, for one workflow instance."""
+class Activities(PeerEngine):
+    """The loop's engine over activities, signals and timers, for one workflow instance."""
 
     def __init__(self, inbox: dict[str, list[dict[str, Any]]]) -> None:
         self.inbox = inbox
@@ -46,39 +52,40 @@ class Activities:
     async def now(self) -> float:
         return workflow.now().timestamp()
 
-    async def decide(self, turn: int, state: State, allowed: list[str]) -> Decision:
+    async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
         raw = await workflow.execute_activity(
             "decide",
-            args=[state.model_dump(mode="json"), allowed],
+            args=[state.model_dump(mode="json"), [t.name for t in allowed]],
             start_to_close_timeout=STEP_TIMEOUT,
             retry_policy=RETRY,
+            summary=name,
         )
         return Decision.model_validate(raw)
 
-    async def execute(self, turn: int, tool: Call[Any, Any], state: State, args: BaseModel) -> BaseModel:
+    async def step(self, name: str, effect: Effect[T]) -> T:
         try:
             raw = await workflow.execute_activity(
-                "execute_tool",
-                args=[tool.name, state.model_dump(mode="json"), args.model_dump(mode="json")],
+                "run_effect",
+                args=[effect.to_json()],
                 start_to_close_timeout=STEP_TIMEOUT,
                 retry_policy=RETRY,
-                summary=tool.name,
+                summary=name,
             )
         except ActivityError as e:
             raise StepFailed(str(e.cause or e)) from e
-        return tool.Result.model_validate(raw)
+        return effect.result.model_validate(raw)
 
     async def sleep(self, name: str, seconds: float) -> None:
         await workflow.sleep(seconds, summary=name)
 
-    async def receive(self, event: EventKind, seq: int, timeout: float) -> dict[str, Any] | None:  # noqa: ASYNC109
+    async def receive(self, event: EventKind, seq: int, timeout: float | None) -> bytes | None:  # noqa: ASYNC109
         messages = self.inbox[event]
-        if timeout > 0:
+        if timeout is None or timeout > 0:
             try:
                 await workflow.wait_condition(lambda: len(messages) > seq, timeout=timeout)
             except TimeoutError:
                 return None
-        return messages[seq] if len(messages) > seq else None
+        return json.dumps(messages[seq]).encode() if len(messages) > seq else None
 
 
 @workflow.defn(name="Replenish")
