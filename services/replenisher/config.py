@@ -66,6 +66,9 @@ class Settings(BaseModel):
     claude_read_replies: bool = True
     claude_input_usd_per_mtok: float | None = Field(default=None, ge=0)
     claude_output_usd_per_mtok: float | None = Field(default=None, ge=0)
+    # Where model calls in flight are written down outside the journal, so a call answered
+    # just before the process died is still charged when its step runs again (on this host).
+    model_spool_dir: Path | None = None
 
     @field_validator("approval_reminders", mode="before")
     @classmethod
@@ -160,6 +163,7 @@ _ENV = {
     "claude_read_replies": "REPLENISHER_CLAUDE_READ_REPLIES",
     "claude_input_usd_per_mtok": "REPLENISHER_CLAUDE_INPUT_USD_PER_MTOK",
     "claude_output_usd_per_mtok": "REPLENISHER_CLAUDE_OUTPUT_USD_PER_MTOK",
+    "model_spool_dir": "REPLENISHER_MODEL_SPOOL_DIR",
 }
 
 

@@ -17,21 +17,28 @@ Tests (and tools that need other parts) say so with `override`:
 `REPLENISHER_CLAUDE_MODEL` and the key from `ANTHROPIC_API_KEY`; it then also reads supplier
 replies (a tool-less model call) unless `REPLENISHER_CLAUDE_READ_REPLIES=false`. The offline
 policy is the default (no model, no key).
+
+Those settings choose the decider of NEW runs: `decider_terms()` is fixed into a run's request
+when it starts, and the run is served by `decider_for`/`world_for` its terms to its end,
+whatever the service is restarted with meanwhile. Only the connection (key, base URL, client
+retries and timeout) is the running service's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from replenisher.config import Settings, load_settings
 from replenisher.domain.costs import ModelPrice
-from replenisher.domain.decisions import Decider, DeciderTerms
+from replenisher.domain.decisions import Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.extraction import OfflineReplyReader
 from replenisher.domain.policy import OfflinePolicy
-from replenisher.domain.ports import ReplyReader, World
+from replenisher.domain.ports import Rejected, ReplyReader, World
+from replenisher.domain.state import State
+from replenisher.domain.tools import Tool
 
 if TYPE_CHECKING:
     import anthropic
@@ -47,6 +54,18 @@ def price_override(s: Settings) -> ModelPrice | None:
     if s.claude_input_usd_per_mtok is None or s.claude_output_usd_per_mtok is None:
         return None
     return ModelPrice(input_per_mtok=s.claude_input_usd_per_mtok, output_per_mtok=s.claude_output_usd_per_mtok)
+
+
+class ModelNotConfigured:
+    """A run fixed to Claude on a service that has no key: every ask is refused, so the rules
+    take its turns (never another model, never a silent switch to the service's decider)."""
+
+    name = "claude"
+
+    async def decide(
+        self, goal: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal] = ()
+    ) -> Decision:
+        raise Rejected(503, "this run is fixed to the claude decider, and this service has no ANTHROPIC_API_KEY")
 
 
 class Wiring:
@@ -115,11 +134,76 @@ class Wiring:
         return HttpWorld(self.settings.world_url, reader=self.reader)
 
     def decider_terms(self) -> DeciderTerms:
-        """How runs use the decider; fixed into each run's request when it starts."""
+        """The decider a new run is fixed to, from these settings: recorded in its request when it
+        starts (decider, model, price, max tokens, reply reading, asks per turn, budget), so a
+        restart with other settings changes new runs only."""
         s = self.settings
         if s.decider == "offline":
-            return DeciderTerms()
-        return DeciderTerms(asks_per_turn=s.claude_asks_per_turn, budget_usd=s.claude_budget_usd)
+            return DeciderTerms(decider="offline")
+        return DeciderTerms(
+            decider="claude",
+            model=s.claude_model,
+            max_tokens=s.claude_max_tokens,
+            read_replies=s.claude_read_replies,
+            price=price_override(s),
+            asks_per_turn=s.claude_asks_per_turn,
+            budget_usd=s.claude_budget_usd,
+            skip_single=True,
+        )
+
+    def pinned(self, terms: DeciderTerms) -> DeciderTerms:
+        """The terms a run asks by: its own; a run from before pinning follows this service's decider."""
+        if terms.decider is not None:
+            return terms
+        # Its journal has an ask for every turn: skipping one now would not replay.
+        fixed = {"asks_per_turn": terms.asks_per_turn, "budget_usd": terms.budget_usd, "skip_single": False}
+        return self.decider_terms().model_copy(update=fixed)
+
+    def _has_key(self) -> bool:
+        key = self.settings.anthropic_api_key
+        return key is not None and bool(key.get_secret_value())
+
+    @cached_property
+    def _by_terms(self) -> dict[str, tuple[Decider, ReplyReader, World]]:
+        return {}
+
+    def _parts_for(self, terms: DeciderTerms) -> tuple[Decider, ReplyReader, World]:
+        """A run's decider, reader and world, by its pinned terms (shared by the runs that have the same)."""
+        terms = self.pinned(terms)
+        if terms == self.pinned(self.decider_terms()):
+            # This service's own settings: the parts it was given or built.
+            return self.decider, self.reader, self.world
+        key = terms.model_dump_json()
+        if key not in self._by_terms:
+            decider: Decider
+            reader: ReplyReader = OfflineReplyReader()
+            if terms.decider == "claude" and not self._has_key():
+                decider = ModelNotConfigured()
+            elif terms.decider == "claude":
+                from replenisher.deciders.claude import ClaudeDecider, ClaudeReplyReader
+
+                assert terms.model is not None
+                decider = ClaudeDecider(self.claude_client, terms.model, max_tokens=terms.max_tokens, price=terms.price)
+                if terms.read_replies:
+                    reader = ClaudeReplyReader(
+                        self.claude_client, terms.model, price=terms.price, budget_usd=terms.budget_usd
+                    )
+            else:
+                decider = OfflinePolicy()
+            from replenisher.adapters.world import HttpWorld
+
+            self._by_terms[key] = (decider, reader, HttpWorld(self.settings.world_url, reader=reader))
+        return self._by_terms[key]
+
+    def decider_for(self, terms: DeciderTerms) -> Decider:
+        return self._parts_for(terms)[0]
+
+    def reader_for(self, terms: DeciderTerms) -> ReplyReader:
+        return self._parts_for(terms)[1]
+
+    def world_for(self, terms: DeciderTerms) -> World:
+        """The outside world for a run: its replies read by the reader its terms name."""
+        return self._parts_for(terms)[2]
 
     def check(self) -> None:
         """What must hold before the service takes its first request."""

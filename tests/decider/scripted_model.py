@@ -6,8 +6,9 @@ it can read in the prompt (avoiding suppliers the prompt's memory marks POOR whe
 quote exists), and reads supplier emails for tool-less requests with the project's own
 pattern extractor. Where a script says so it is *persuaded*: when a trigger phrase shows in
 one of the request's untrusted blocks, it asks for whatever the email wants. Responses carry
-usage with cache fields (a repeated tools+system prefix is a cache read), stop reasons, and
-scripted failures use the API's error JSON shape.
+usage with cache fields as the API reports them (a tools+system prefix at or above the model's
+minimum cacheable length is written once and read after; a shorter one is not cached at all),
+stop reasons, and scripted failures use the API's error JSON shape.
 
 Used in-process behind an `httpx2.MockTransport` (the HTTP library `anthropic` 2.x uses) and,
 for end-to-end runs, served over HTTP by `fake_anthropic.py`.
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replenisher.deciders.prompt import QUOTE_IDS
+from replenisher.domain.costs import cache_minimum_tokens
 from replenisher.domain.tools.supplier import extract_reply_facts
 from replenisher.domain.untrusted import undatamark
 
@@ -159,6 +161,7 @@ class ScriptedModel:
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self._prefixes: set[str] = set()
+        self.uncached_prefixes = 0
 
     def fail(self, *statuses: int, only_for: str | None = None) -> None:
         self.failures.extend(Failure(s, only_for=only_for) for s in statuses)
@@ -247,11 +250,18 @@ class ScriptedModel:
     # --- usage -----------------------------------------------------------------------------
 
     def _usage(self, body: Mapping[str, Any]) -> dict[str, int]:
-        """Rough token counts; the cached prefix (tools + system) is a write the first time, a read after."""
+        """Rough token counts (4 characters a token). The prefix up to the last breakpoint (tools +
+        system) is cached as the API does it: only at or above the model's documented minimum
+        (`cache_minimum_tokens`), then a write the first time and a read after; below it, the
+        breakpoint is ignored and every token is plain input."""
         prefix = json.dumps([body.get("tools"), body.get("system")], sort_keys=True)
         rest = json.dumps(body.get("messages"))
         prefix_tokens, rest_tokens = len(prefix) // 4, len(rest) // 4
-        key = hashlib.sha256(prefix.encode()).hexdigest()
+        marked = any("cache_control" in block for block in [*(body.get("tools") or []), *(body.get("system") or [])])
+        if not marked or prefix_tokens < cache_minimum_tokens(str(body.get("model", ""))):
+            self.uncached_prefixes += 1
+            return {"input_tokens": prefix_tokens + rest_tokens, "output_tokens": 40}
+        key = hashlib.sha256(f"{body.get('model')}\n{prefix}".encode()).hexdigest()
         cached = key in self._prefixes
         self._prefixes.add(key)
         return {

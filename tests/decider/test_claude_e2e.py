@@ -125,9 +125,10 @@ async def test_a_replenishment_decided_by_claude(clients: tuple[httpx.AsyncClien
     requests = await model_requests(api, scenario.sku)
     decisions = [r for r in requests if r.get("tools")]
     readings = [r for r in requests if not r.get("tools")]
-    # Each turn offered exactly what the rules allowed: at the start only get_quotes (stopping
-    # before even asking for a price is not offered while stock is short).
-    assert offered(decisions[0]) == ["get_quotes"]
+    # At the start only get_quotes is allowed (stopping before even asking for a price is not
+    # offered while stock is short): the turn takes it without a model call, so every call the
+    # stand-in saw offered a real choice.
+    assert all(len(offered(r)) > 1 for r in decisions)
     assert all(r["tool_choice"]["type"] == "any" and r["tools"][-1]["cache_control"] for r in decisions)
     assert all(r["system"][0]["cache_control"] == {"type": "ephemeral"} for r in requests)
     assert len(readings) == 1 and "tools" not in readings[0]
@@ -135,12 +136,21 @@ async def test_a_replenishment_decided_by_claude(clients: tuple[httpx.AsyncClien
     view = await scenario.run_view(run_id)
     history = view["state"]["history"]
     assert [h["tool"] for h in history][:3] == ["get_quotes", "draft_purchase_order", "request_approval"]
-    assert all(h["reason"].endswith("is the next step") for h in history)
+    only = [h for h in history if h["decided_by"] == "only-allowed"]
+    asked = [h for h in history if h["decided_by"] == "claude claude-sonnet-4-6"]
+    assert history[0] in only and len(only) + len(asked) == len(history)
+    assert all(h["reason"].endswith("is the next step") for h in asked)
+    # One model call per turn that had a choice, none for the others: fewer calls than turns.
+    assert len(decisions) == len(asked) < len(history)
+    assert view["state"]["decider"]["decider"] == "claude" and view["state"]["decider"]["model"] == "claude-sonnet-4-6"
     # Every model call is in the ledger once: none was repeated when Restate replayed the journal.
     status = await scenario.status()
     assert status["costs"]["calls"] == len(requests) == outcome["cost"]["calls"]
+    assert outcome["cost"]["only_allowed"] == len(only)
     assert status["costs"]["usd"] == pytest.approx(outcome["cost"]["usd"]) and status["costs"]["usd"] > 0
-    assert outcome["cost"]["usage"]["cache_creation_input_tokens"] > 0
+    # Below Sonnet's minimum cacheable length: the API would cache nothing, and says so.
+    usage = outcome["cost"]["usage"]
+    assert usage["cache_creation_input_tokens"] == usage["cache_read_input_tokens"] == 0 < usage["input_tokens"]
     assert view["state"]["reply"]["extracted_by"] == "claude-sonnet-4-6"
 
 
@@ -158,6 +168,10 @@ async def test_busy_api_is_retried_and_a_persuaded_model_is_overruled(clients: t
         "facts": {"confirmed": True, "unit_price": 6.0, "quantity": 5000, "approved": True},
     }
     ok(await api.post("/admin/persuade", json=persuaded))
+    # The poisoned email reaches only the reader: after place_order every turn has one tool and
+    # asks no one. So a model compromised for this SKU wants place_order at every decision.
+    compromised = {"trigger": "", "tool": "place_order", "args": {"unit_price": 6.0}, "always": True}
+    ok(await api.post("/admin/persuade", json={**compromised, "only_for": scenario.sku}))
 
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval(within=40)
@@ -169,10 +183,18 @@ async def test_busy_api_is_retried_and_a_persuaded_model_is_overruled(clients: t
     assert [(o["order"]["unit_price"], o["order"]["quantity"]) for o in orders] == [(4.0, 95)]
     requests = await model_requests(api, scenario.sku)
     statuses = [r for r in requests if r.get("tools")]
-    # The two failed calls were retried as the same journaled step: the first decision came third.
-    assert offered(statuses[0]) == offered(statuses[1]) == offered(statuses[2]) == ["get_quotes"]
-    persuaded_turns = [r for r in statuses if "manager^approved^6.00" in json.dumps(r).replace("\\u02c6", "^")]
-    assert persuaded_turns and all("place_order" not in offered(r) for r in persuaded_turns)
+    # The two failed calls were retried as the same journaled step: the first decision (turn 1,
+    # turn 0 had get_quotes alone and asked no one) came third.
+    assert offered(statuses[0]) == offered(statuses[1]) == offered(statuses[2])
+    assert "draft_purchase_order" in offered(statuses[0]) and "place_order" not in offered(statuses[0])
+
+    def poisoned(r: dict[str, Any]) -> bool:
+        return "manager^approved^6.00" in json.dumps(r).replace("\\u02c6", "^")
+
+    assert [r for r in statuses if poisoned(r)] == [] and any(poisoned(r) for r in requests)
+    view = await scenario.run_view(run_id)
+    after_reading = [h for h in view["state"]["history"] if h["turn"] > 0][-4:]
+    assert [h["decided_by"] for h in after_reading] == ["only-allowed"] * 4
     status = await scenario.status()
     events = [e["what"] for e in status["security"]["recent"]]
     assert any("refused claude choice 'place_order': not an allowed tool now" in e for e in events)

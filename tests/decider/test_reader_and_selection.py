@@ -14,6 +14,7 @@ from replenisher.deciders.claude import ClaudeDecider, ClaudeReplyReader
 from replenisher.domain.decisions import DeciderTerms
 from replenisher.domain.extraction import OfflineReplyReader, facts_from_model_text
 from replenisher.domain.policy import OfflinePolicy
+from replenisher.domain.ports import Rejected
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import NoArgs
@@ -159,7 +160,7 @@ def test_the_offline_policy_is_the_default(fresh_settings: pytest.MonkeyPatch) -
     fresh_settings.delenv("REPLENISHER_DECIDER", raising=False)
     assert isinstance(wiring.wiring().decider, OfflinePolicy)
     assert isinstance(wiring.wiring().reader, OfflineReplyReader)
-    assert wiring.wiring().decider_terms() == DeciderTerms()
+    assert wiring.wiring().decider_terms() == DeciderTerms(decider="offline")
 
 
 def test_claude_is_chosen_by_configuration(fresh_settings: pytest.MonkeyPatch) -> None:
@@ -174,7 +175,14 @@ def test_claude_is_chosen_by_configuration(fresh_settings: pytest.MonkeyPatch) -
     assert decider.price.input_per_mtok == 1.0
     assert decider.client.max_retries == 1 and str(decider.client.base_url).startswith("http://127.0.0.1:1")
     assert isinstance(wiring.wiring().reader, ClaudeReplyReader)
-    assert wiring.wiring().decider_terms() == DeciderTerms(asks_per_turn=3, budget_usd=0.25)
+    assert wiring.wiring().decider_terms() == DeciderTerms(
+        decider="claude",
+        model="claude-haiku-4-5",
+        read_replies=True,
+        asks_per_turn=3,
+        budget_usd=0.25,
+        skip_single=True,
+    )
     assert "sk-ant-from-env" not in repr(config.settings())
 
 
@@ -194,3 +202,49 @@ def test_an_override_supplies_its_parts_and_the_rest_come_from_its_settings() ->
         assert config.settings() is settings  # every reader of the settings sees the override
         assert w.world.base_url == "http://127.0.0.1:9"  # type: ignore[attr-defined]
     assert wiring.wiring() is before
+
+
+def test_a_run_is_served_by_the_decider_its_terms_name_whatever_the_service_is_set_to(
+    fresh_settings: pytest.MonkeyPatch,
+) -> None:
+    fresh_settings.setenv("REPLENISHER_DECIDER", "claude")
+    fresh_settings.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+    fresh_settings.setenv("REPLENISHER_CLAUDE_MODEL", "claude-haiku-4-5")
+    w = wiring.wiring()
+    offline_run = DeciderTerms(decider="offline")
+    assert isinstance(w.decider_for(offline_run), OfflinePolicy)
+    assert isinstance(w.reader_for(offline_run), OfflineReplyReader)
+    assert isinstance(w.world_for(offline_run).reader, OfflineReplyReader)
+    sonnet_run = DeciderTerms(decider="claude", model="claude-sonnet-4-6", read_replies=True, budget_usd=2.0)
+    decider = w.decider_for(sonnet_run)
+    assert isinstance(decider, ClaudeDecider) and decider.model == "claude-sonnet-4-6"
+    reader = w.reader_for(sonnet_run)
+    assert isinstance(reader, ClaudeReplyReader) and reader.budget_usd == 2.0
+    # A run on this service's own terms gets the service's own parts.
+    assert w.decider_for(w.decider_terms()) is w.decider
+
+
+async def test_a_claude_run_on_a_service_without_a_key_is_refused_not_switched(
+    fresh_settings: pytest.MonkeyPatch,
+) -> None:
+    fresh_settings.delenv("REPLENISHER_DECIDER", raising=False)
+    fresh_settings.delenv("ANTHROPIC_API_KEY", raising=False)
+    claude_run = DeciderTerms(decider="claude", model="claude-sonnet-4-6", read_replies=True)
+    decider = wiring.wiring().decider_for(claude_run)
+    assert not isinstance(decider, OfflinePolicy)
+    with pytest.raises(Rejected, match="fixed to the claude decider"):
+        await decider.decide("goal", None, [])  # type: ignore[arg-type]
+    assert isinstance(wiring.wiring().reader_for(claude_run), OfflineReplyReader)
+
+
+def test_a_request_from_before_pinning_follows_the_service(fresh_settings: pytest.MonkeyPatch) -> None:
+    fresh_settings.delenv("REPLENISHER_DECIDER", raising=False)
+    legacy = DeciderTerms(asks_per_turn=2, budget_usd=0.5)
+    assert wiring.wiring().pinned(legacy) == DeciderTerms(decider="offline", asks_per_turn=2, budget_usd=0.5)
+    assert isinstance(wiring.wiring().decider_for(legacy), OfflinePolicy)
+    fresh_settings.setenv("REPLENISHER_DECIDER", "claude")
+    fresh_settings.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+    with wiring.override():
+        # Its journal asked on every turn, one-tool turns included: it goes on asking.
+        pinned = wiring.wiring().pinned(legacy)
+        assert pinned.decider == "claude" and not pinned.skip_single

@@ -31,13 +31,15 @@ def test_a_sku_record_written_by_version_1_reads_as_the_current_version() -> Non
 def test_a_run_state_written_by_version_1_reads_as_the_current_version() -> None:
     raw = (FIXTURES / "replenish_state_v1.json").read_text()
     state = State.model_validate_json(raw)
-    assert state.schema_version == STATE_SCHEMA_VERSION == 5
+    assert state.schema_version == STATE_SCHEMA_VERSION == 6
     assert state.failed_status_checks == 1 and state.order_status == "unknown"
     # v3's clock starts at the latest time v1 recorded, so quotes are judged as of then.
     assert state.now == max(t for t in (state.started_at, state.ordered_at, state.last_chase_at) if t is not None)
     # It started before calendars: every day still counts whole, so no deadline of it moves.
     assert state.after(state.started_at + 5.0, 3) == state.started_at + 5.0 + 3 * state.day_seconds
     assert CheckOrderStatus().delay_days(state) == state.waits.status_recheck
+    # It started before deciders were pinned: its state says so rather than inventing one.
+    assert state.decider is None
 
 
 def test_a_record_from_newer_code_is_refused_rather_than_misread() -> None:

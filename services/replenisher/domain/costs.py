@@ -63,6 +63,30 @@ PRICES: dict[str, ModelPrice] = {
 UNKNOWN_MODEL_PRICE = ModelPrice(input_per_mtok=15.0, output_per_mtok=75.0)
 
 
+# The smallest prefix the API caches, in tokens, by model family (Anthropic's prompt-caching
+# documentation, "minimum cacheable prompt length"): a `cache_control` breakpoint on a shorter
+# prefix is ignored without an error, and the whole prompt is billed as plain input. A model
+# not listed gets the largest minimum, so the project never counts on a cache it may not get.
+CACHE_MINIMUM_TOKENS: dict[str, int] = {
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-sonnet-4": 1024,  # Sonnet 4, 4.5 and 4.6
+    "claude-3-7-sonnet": 1024,
+    "claude-opus-4-1": 1024,
+    "claude-opus-4-0": 1024,
+    "claude-opus-4-2": 1024,  # claude-opus-4-20250514, Opus 4's dated id
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
+UNKNOWN_MODEL_CACHE_MINIMUM = 4096
+
+
+def cache_minimum_tokens(model: str) -> int:
+    matches = [prefix for prefix in CACHE_MINIMUM_TOKENS if model.startswith(prefix)]
+    return CACHE_MINIMUM_TOKENS[max(matches, key=len)] if matches else UNKNOWN_MODEL_CACHE_MINIMUM
+
+
 def price_of(model: str, override: ModelPrice | None = None) -> ModelPrice:
     if override is not None:
         return override
@@ -79,6 +103,15 @@ class CostLedger(BaseModel):
     refused: int = Field(default=0, description="model choices refused by the rules")
     fallbacks: int = Field(default=0, description="turns the offline policy took instead of the model")
     budget_stops: int = Field(default=0, description="turns the spent budget gave to the offline policy")
+    only_allowed: int = Field(default=0, description="turns taken without a model call: one tool was allowed")
+    recovered: int = Field(
+        default=0, description="calls answered before a crash lost them unjournaled: charged (in calls and usd)"
+    )
+    unpriced: int = Field(
+        default=0,
+        description="calls that may have been answered and billed before a crash, usage lost with the process: "
+        "not in usd, which is then a lower bound",
+    )
 
     def charge(self, usage: TokenUsage, usd: float) -> None:
         self.calls += 1
@@ -92,6 +125,9 @@ class CostLedger(BaseModel):
         self.refused += other.refused
         self.fallbacks += other.fallbacks
         self.budget_stops += other.budget_stops
+        self.only_allowed += other.only_allowed
+        self.recovered += other.recovered
+        self.unpriced += other.unpriced
 
     def spent(self, budget_usd: float) -> bool:
         return self.usd >= budget_usd

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from replenisher.domain.costs import TokenUsage
+from replenisher.domain.state import DeciderTerms as DeciderTerms  # re-exported: where callers look for it
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 
@@ -16,6 +17,36 @@ GOAL = (
     "price the manager has approved before any money is committed, and see the order "
     "through until the goods are in and the purchase order is closed."
 )
+
+
+class LostCall(BaseModel):
+    """A model call made for an ask whose answer never reached the journal (the process died first).
+
+    Found on the service's spool when the ask ran again: with its usage when the answer was
+    written down before the crash, without (`usage` None) when the process died in the call.
+    """
+
+    usage: TokenUsage | None = None
+    usd: float = 0.0
+
+
+class Refusal(BaseModel):
+    """A choice the rules turned down this turn; the model is told, and asked again."""
+
+    tool: str
+    arg_names: list[str] = Field(default_factory=list)
+    reason: str
+
+
+class Decider(Protocol):
+    name: str
+
+    async def decide(
+        self, goal: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal] = ()
+    ) -> Decision: ...
+
+
+ONLY_ALLOWED = "only-allowed"
 
 
 class Decision(BaseModel):
@@ -27,26 +58,10 @@ class Decision(BaseModel):
     usage: TokenUsage | None = Field(default=None, description="tokens the model call used; None without a model")
     usd: float = 0.0
     stop_reason: str | None = None
+    lost: list[LostCall] = Field(
+        default_factory=list, description="earlier calls for this ask that a crash kept out of the journal"
+    )
 
-
-class Refusal(BaseModel):
-    """A choice the rules turned down this turn; the model is told, and asked again."""
-
-    tool: str
-    arg_names: list[str] = Field(default_factory=list)
-    reason: str
-
-
-class DeciderTerms(BaseModel):
-    """How a run uses its decider, fixed when the run starts (a replay must ask the same way)."""
-
-    asks_per_turn: int = Field(default=1, ge=1, le=5, description="first ask plus re-asks after a refusal")
-    budget_usd: float | None = Field(default=None, ge=0, description="model spend per run; None: no limit")
-
-
-class Decider(Protocol):
-    name: str
-
-    async def decide(
-        self, goal: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal] = ()
-    ) -> Decision: ...
+    @property
+    def decided_by(self) -> str:
+        return f"{self.decider} {self.model}" if self.model else self.decider

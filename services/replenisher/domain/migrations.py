@@ -81,5 +81,17 @@ def _state_v4_to_v5(raw: Raw) -> Raw:
     return {**raw, "approval_policy": {"reminders": [], "backup_approver": None}}
 
 
+def _state_v5_to_v6(raw: Raw) -> Raw:
+    # v6 records the decider fixed at the run's start. A run written before did not pin one:
+    # it went on with whichever decider the service had, and its state says so (None).
+    return {**raw, "decider": raw.get("decider")}
+
+
 SKU_RECORD_STEPS: dict[int, Step] = {1: _sku_v1_to_v2, 2: _sku_v2_to_v3}
-STATE_STEPS: dict[int, Step] = {1: _state_v1_to_v2, 2: _state_v2_to_v3, 3: _state_v3_to_v4, 4: _state_v4_to_v5}
+STATE_STEPS: dict[int, Step] = {
+    1: _state_v1_to_v2,
+    2: _state_v2_to_v3,
+    3: _state_v3_to_v4,
+    4: _state_v4_to_v5,
+    5: _state_v5_to_v6,
+}

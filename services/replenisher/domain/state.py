@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from replenisher.domain.calendar import BusinessCalendar, CalendarClock, ClockOrigin
-from replenisher.domain.costs import CostLedger, TokenUsage
+from replenisher.domain.costs import CostLedger, ModelPrice, TokenUsage
 from replenisher.domain.documents import (
     ApprovalRequest,
     EventKind,
@@ -28,7 +28,7 @@ from replenisher.domain.migrations import STATE_STEPS, migrate
 from replenisher.domain.promises import PromiseClaim
 from replenisher.domain.waits import WaitDays
 
-STATE_SCHEMA_VERSION = 5
+STATE_SCHEMA_VERSION = 6
 
 OrderStatus = Literal["none", "placed", "unknown", "not_found", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "timed_out"]
@@ -84,10 +84,44 @@ class OrderProgress(BaseModel):
     goods_overdue_count: int = 0
 
 
+DeciderKind = Literal["offline", "claude"]
+
+
+class DeciderTerms(BaseModel):
+    """Which decider a run asks and how, fixed when the run starts and recorded in it.
+
+    A replay must ask the same way, and a restart of the service with other settings must not
+    switch a run in flight (an offline run onto a model, or a model run onto another model or
+    budget): the run carries these terms in its request and its state; only the connection
+    (key, base URL, client retries) comes from the service that happens to run it.
+    """
+
+    decider: DeciderKind | None = Field(
+        default=None, description="None: a run started before deciders were pinned, which follows the service's"
+    )
+    model: str | None = Field(default=None, description="the model id, for the claude decider")
+    max_tokens: int = Field(default=1024, ge=64, le=8192)
+    read_replies: bool = Field(default=False, description="supplier replies read by the model (else by patterns)")
+    price: ModelPrice | None = Field(default=None, description="a negotiated price; None: the list price")
+    asks_per_turn: int = Field(default=1, ge=1, le=5, description="first ask plus re-asks after a refusal")
+    budget_usd: float | None = Field(default=None, ge=0, description="model spend per run; None: no limit")
+    skip_single: bool = Field(
+        default=False, description="a turn with one allowed tool takes it without asking (False on older runs)"
+    )
+
+    @property
+    def label(self) -> str:
+        """Who decides, as the run's records name it."""
+        if self.decider == "claude":
+            return f"claude {self.model}"
+        return self.decider or "the service's decider"
+
+
 class TurnRecord(BaseModel):
     turn: int
     tool: str
     reason: str = ""
+    decided_by: str = Field(default="", description="who picked the tool: the decider, the rules, or only-allowed")
     summary: str = ""
     code: str = Field(default="", description="the code version of the deployment that ran this turn")
 
@@ -157,6 +191,7 @@ class State(BaseModel):
     history: list[TurnRecord] = Field(default_factory=list)
     memory: MemoryBrief | None = Field(default=None, description="the SKU's memory, as given at the run's start")
     decider_cost: CostLedger = Field(default_factory=CostLedger)
+    decider: DeciderTerms | None = Field(default=None, description="the decider fixed at the start; None before v6")
 
     @classmethod
     def start(

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from pydantic import ValidationError
 
-from replenisher.domain.decisions import DeciderTerms, Decision, Refusal
+from replenisher.domain.decisions import ONLY_ALLOWED, DeciderTerms, Decision, Refusal
 from replenisher.domain.policy import choose
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS_BY_NAME, Tool
@@ -43,8 +43,26 @@ def refuse(decision: Decision, state: State, allowed: Sequence[Tool]) -> str | N
     return tool.check_args(state, args)
 
 
+def only_choice(state: State, allowed: Sequence[Tool]) -> Decision | None:
+    """The one allowed tool, when it needs no arguments the decider would have to choose."""
+    if len(allowed) != 1:
+        return None
+    tool = allowed[0]
+    try:
+        args = tool.parse_args({})
+    except ValidationError:
+        return None
+    if tool.check_args(state, args) is not None:
+        return None
+    return Decision(tool=tool.name, reason="the only tool allowed now", decider=ONLY_ALLOWED)
+
+
 async def decide_turn(turn: int, state: State, allowed: Sequence[Tool], ask: Ask, terms: DeciderTerms) -> Decision:
     ledger = state.decider_cost
+    if terms.skip_single and (only := only_choice(state, allowed)) is not None:
+        # Nothing to decide: a model call would cost money and could only pick this or be refused.
+        ledger.only_allowed += 1
+        return only
     refusals: list[Refusal] = []
     why_rules = "the decider's choices were refused"
     for attempt in range(terms.asks_per_turn):
@@ -57,6 +75,12 @@ async def decide_turn(turn: int, state: State, allowed: Sequence[Tool], ask: Ask
         except DeciderUnavailable as e:
             why_rules = f"decider unavailable: {e}"
             break
+        for lost in decision.lost:
+            if lost.usage is None:
+                ledger.unpriced += 1
+            else:
+                ledger.recovered += 1
+                ledger.charge(lost.usage, lost.usd)
         if decision.usage is not None:
             ledger.charge(decision.usage, decision.usd)
         refusal = refuse(decision, state, allowed)

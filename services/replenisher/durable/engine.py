@@ -9,6 +9,7 @@ current wait are workflow state the views read.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -20,7 +21,7 @@ from restate import RestateDurableFuture, WorkflowContext
 from restate.exceptions import TerminalError
 from restate.serde import BytesSerde
 
-from replenisher.domain.decisions import GOAL, Decider, Decision, Refusal
+from replenisher.domain.decisions import GOAL, Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.documents import EventKind
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.ports import Rejected, World
@@ -29,6 +30,7 @@ from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 from replenisher.domain.turns import DeciderUnavailable
 from replenisher.durable.probes import crash_point, record_decision
+from replenisher.durable.spool import CallSpool
 from replenisher.durable.steps import retry_options, step
 from replenisher.loop import names
 from replenisher.loop.engine import Effect, RunStopped, StepFailed
@@ -48,7 +50,12 @@ def _stops() -> Iterator[None]:
 
 class RestateEngine:
     def __init__(
-        self, ctx: WorkflowContext, sku: str, decider: Decider | None = None, world: World | None = None
+        self,
+        ctx: WorkflowContext,
+        sku: str,
+        decider: Decider | None = None,
+        world: World | None = None,
+        terms: DeciderTerms | None = None,
     ) -> None:
         self.ctx = ctx
         self.run_id = ctx.key()
@@ -56,37 +63,66 @@ class RestateEngine:
         # Deployments are immutable, so this is the same on every replay of a run: it tells which
         # code a turn ran on (a run that started before an upgrade finishes on the old code).
         self.code = wiring().settings.code_version
-        self.decider = decider if decider is not None else wiring().decider
+        # The run's own decider, fixed when it started, whatever this service is set to now.
+        self.terms = terms
+        if decider is None:
+            decider = wiring().decider_for(terms) if terms is not None else wiring().decider
+        self.decider = decider
         self._world = world
         self._security_sent = 0
         self._pending: dict[str, RestateDurableFuture[bytes]] = {}
 
     @property
     def world(self) -> World:
-        return self._world if self._world is not None else wiring().world
+        if self._world is not None:
+            return self._world
+        return wiring().world_for(self.terms) if self.terms is not None else wiring().world
 
     async def now(self) -> float:
         with _stops():
             return await self.ctx.time()
 
     async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
-        """One ask as a journaled step, retried with backoff; a replay returns the journaled answer."""
+        """One ask as a journaled step, retried with backoff; a replay returns the journaled answer.
+
+        A model call is written down on the spool before and after it (see `spool`), so an
+        answer a crash kept out of the journal is charged when the step runs again.
+        """
         scope, turn, decider = self.run_id, names.decision_turn(name), self.decider
+        invocation = self.ctx.request().id
+        spool = CallSpool(wiring().settings.model_spool_dir) if decider.name != "offline" else None
 
         async def take_decision() -> Decision:
             crash_point(scope, name, "before")
             record_decision(scope, turn)
+            lost = spool.lost(invocation, name) if spool else []
+            call = uuid.uuid4().hex
+            if spool:
+                spool.started(invocation, name, call)
             try:
                 decision = await decider.decide(GOAL, state, allowed, refusals)
-            except Rejected as e:
-                raise TerminalError(e.reason, status_code=e.status) from e
+            except Exception as e:
+                # An error the API answered with is not billed; a broken connection may have been.
+                if spool and getattr(e.__cause__, "status_code", None) is not None:
+                    spool.failed(invocation, name, call)
+                if isinstance(e, Rejected):
+                    raise TerminalError(e.reason, status_code=e.status) from e
+                raise
+            if spool:
+                spool.answered(invocation, name, call, decision)
             crash_point(scope, name, "after")
-            return decision
+            return decision.model_copy(update={"lost": lost}) if lost else decision
 
         try:
-            return await self.ctx.run_typed(name, take_decision, retry_options(Decision))
+            decision = await self.ctx.run_typed(name, take_decision, retry_options(Decision))
         except TerminalError as e:
+            if spool:
+                spool.done(invocation, name)
             raise DeciderUnavailable(e.message) from e
+        # Journaled now (or replayed from the journal): the spool has nothing more to tell.
+        if spool:
+            spool.done(invocation, name)
+        return decision
 
     def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
         pass  # the journal holds every ask; the rules' pick follows from it on replay

@@ -36,17 +36,17 @@ async def replenish(engine: Engine, request: RunRequest) -> ReplenishmentResult:
             if not allowed:
                 break
             tool, args, decision = await decide(engine, turn, state, allowed, request.decider_terms)
+            by = decision.decided_by
+            record = TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, decided_by=by, code=engine.code)
             if isinstance(tool, Done):
-                state.history.append(TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, code=engine.code))
+                state.history.append(record)
                 break
             if isinstance(tool, Wait):
-                summary = await wait(engine, tool, state)
+                record.summary = await wait(engine, tool, state)
             else:
                 assert isinstance(tool, Call)
-                summary = await call(engine, turn, tool, args, state)
-            state.history.append(
-                TurnRecord(turn=turn, tool=tool.name, reason=decision.reason, summary=summary, code=engine.code)
-            )
+                record.summary = await call(engine, turn, tool, args, state)
+            state.history.append(record)
             engine.checkpoint(state)
     except RunStopped as e:
         # A bug or a refused journal entry must still end in a true outcome, never a silent stop.
@@ -69,6 +69,9 @@ def start(run_id: str, request: RunRequest, now: float) -> State:
         approval_policy=request.approval_policy,
     )
     state.memory = request.memory
+    # The decider fixed at the run's start (the engine asks it); a request from before
+    # pinning has none, and the run follows the service's decider as it always did.
+    state.decider = request.decider_terms if request.decider_terms.decider else None
     if request.adopt is not None:
         state.adopt(request.adopt.po, request.adopt.ack, request.adopt.from_run, request.adopt.progress)
     return state

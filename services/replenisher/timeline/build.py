@@ -180,6 +180,9 @@ def _turns_from_journal(entries: list[JournalEntry]) -> tuple[dict[int, Turn], d
                     waiting_on[cid] = (last_wait, "timer")
             elif (key := entry.promise_key) is not None:
                 tool = WAIT_TOOL_FOR_EVENT.get(names.promise_event(key), "wait")
+                if _belongs_to_next_turn(turns.get(current), tool):
+                    # A turn with one allowed tool journals no decision: the wait opened it.
+                    current += 1
                 span = Span(kind="wait", name=tool, start=entry.at, promise=key)
                 if entry.kind == "PeekPromise":
                     # The deadline had passed when the run got here: it took a message already there, or none.
@@ -204,6 +207,14 @@ def _turns_from_journal(entries: list[JournalEntry]) -> tuple[dict[int, Turn], d
             elif role == "timer":
                 span.ended_by = "timeout"
     return turns, steps, output_at
+
+
+def _belongs_to_next_turn(turn: Turn | None, wait_tool: str) -> bool:
+    """A wait's promise after a turn that ran a call, or waited for something else, is a new turn."""
+    if turn is None:
+        return False
+    ran_a_call = any(s.kind == "delay" or (s.kind == "step" and not names.is_during_wait(s.name)) for s in turn.spans)
+    return ran_a_call or turn.tool not in ("", wait_tool)
 
 
 def _add_history(turns: dict[int, Turn], state: State | None) -> None:
