@@ -74,7 +74,7 @@ ifeq ($(REPLAY),1)
 	exit $$status
 endif
 
-# Three restate-server nodes on loopback, two of them SIGKILLed in turn under load. The
+# Three restate-server nodes on loopback behind a fail-over ingress, each SIGKILLed in turn under load. The
 # summary line comes last: runs, node kills, duplicate orders, lost runs or messages.
 cluster-test: setup
 	@summary=$$(mktemp); \

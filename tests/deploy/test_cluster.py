@@ -1,13 +1,15 @@
-"""The three-node cluster from deploy/cluster survives losing a node, twice, with nothing lost or doubled.
+"""The three-node cluster from deploy/cluster survives losing each node in turn, with nothing lost or doubled.
 
-Many replenishments run against the cluster. One node is SIGKILLed while half the runs wait
-for their approval (suspended) and the other half have just been approved and are executing
-steps; it is restarted and must rejoin. Then another node is killed the same way while the
-rest are approved: the cluster survives that only if the first node really came back (the
+Many replenishments run against the cluster. Each node is SIGKILLed in turn (n2, n3, then n1,
+the node that provisioned the cluster) while a third of the runs have just been approved and
+are executing steps and the rest wait for their approval (suspended); each is restarted and
+must rejoin before the next dies: the cluster survives only if it really came back (the
 metadata store and the log each need two live nodes out of three). Every run must end with
 the goods received, one order per run at the supplier, and no message left unconsumed.
 
-The world and the test talk to n1's ingress; n2 and n3 are the ones killed.
+Nobody talks to one node: the test's load, the agent's callers (the world's pushes, through
+the inbound endpoint `replenisher.inbound`) reach the cluster through one ingress address,
+the fail-over proxy (`replenisher.stack.failover`), which sends each request to a live node.
 """
 
 from __future__ import annotations
@@ -26,10 +28,13 @@ import pytest
 import pytest_asyncio
 
 from e2e.scenario import Scenario
+from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import ensure_restate
-from replenisher.stack.ports import RestatePorts
-from support import REPO_ROOT, RESTATE_TEST_ENV, eventually, service_env
+from replenisher.stack.local import INBOUND_APP
+from replenisher.stack.ports import RestatePorts, free_port
+from replenisher.stack.processes import HypercornApp
+from support import REPO_ROOT, RESTATE_TEST_ENV, eventually, inbound_env, service_env
 
 from .stacks import SUMMARY_LINES, load_script, register, start_service, start_world, stop_all
 
@@ -83,9 +88,25 @@ def test_node_files_say_what_the_cluster_needs_and_restate_reads_every_key() -> 
 @dataclass
 class ClusterStack:
     cluster: Any
+    ingress: Any
+    inbound: Any
     world: Any
     service: Any
     kills: list[dict[str, Any]] = field(default_factory=list)
+
+
+FAILOVER_APP = "replenisher.stack.failover:app"
+KILL_ORDER = ("n2", "n3", "n1")
+
+
+def _started(app: HypercornApp) -> HypercornApp:
+    app.start()
+    try:
+        app.wait_ready()
+    except Exception:
+        app.stop()
+        raise
+    return app
 
 
 @pytest.fixture(scope="module")
@@ -93,11 +114,36 @@ def cluster_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterS
     root = tmp_path_factory.mktemp("cluster")
     specs = [spec.on_ports(RestatePorts.free()) for spec in local_cluster.default_specs()]
     cluster = local_cluster.LocalCluster(root / "state", specs, RESTATE_TEST_ENV)
-    world = service = None
+    ingress = inbound = world = service = None
+    secrets = root / "party-secrets.json"
+    write_secrets(secrets, new_secrets())
     try:
         cluster.start()
-        n1 = cluster.first
-        world = start_world(n1.ingress_url, root / "world.log", {"WORLD_DAY_SECONDS": f"{DAY_SECONDS:g}"})
+        upstreams = ",".join(node.ingress_url for node in cluster.nodes)
+        ingress = _started(
+            HypercornApp(
+                FAILOVER_APP,
+                free_port(),
+                {"REPLENISHER_FAILOVER_UPSTREAMS": upstreams},
+                name="failover",
+                log_path=root / "failover.log",
+            )
+        )
+        inbound = _started(
+            HypercornApp(
+                INBOUND_APP,
+                free_port(),
+                inbound_env(ingress.url, secrets),
+                name="inbound",
+                log_path=root / "inbound.log",
+            )
+        )
+        world_extra = {
+            "WORLD_DAY_SECONDS": f"{DAY_SECONDS:g}",
+            "WORLD_INBOUND_URL": inbound.url,
+            "WORLD_PARTY_SECRETS_FILE": str(secrets),
+        }
+        world = start_world(ingress.url, root / "world.log", world_extra)
         env = service_env(
             world.url,
             {
@@ -107,17 +153,17 @@ def cluster_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterS
             },
         )
         service = start_service(env, root / "replenisher.log")
-        register(n1.admin_url, service.url)
-        yield ClusterStack(cluster, world, service)
+        register(cluster.first.admin_url, service.url)
+        yield ClusterStack(cluster, ingress, inbound, world, service)
     finally:
-        stop_all(service, world)
+        stop_all(service, world, inbound, ingress)
         cluster.stop()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def clients(cluster_stack: ClusterStack) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
     async with (
-        httpx.AsyncClient(base_url=cluster_stack.cluster.first.ingress_url, timeout=_HTTP) as ingress,
+        httpx.AsyncClient(base_url=cluster_stack.ingress.url, timeout=_HTTP) as ingress,
         httpx.AsyncClient(base_url=cluster_stack.world.url, timeout=_HTTP) as world,
     ):
         yield ingress, world
@@ -132,8 +178,19 @@ async def _runs_by_status(admin: Admin) -> dict[str, int]:
     return {r["status"]: r["n"] for r in rows}
 
 
-async def _approve_and_kill(stack: ClusterStack, admin: Admin, batch: list[tuple[Scenario, str]], node: str) -> None:
+def _live_admin(stack: ClusterStack, dying: str) -> Admin:
+    """A node's admin API that is not the one about to die (all three are up between kills)."""
+    return Admin(next(n for n in stack.cluster.nodes if n.spec.name != dying).admin_url)
+
+
+async def _failovers(stack: ClusterStack) -> int:
+    async with httpx.AsyncClient(base_url=stack.ingress.url, timeout=_HTTP) as proxy:
+        return (await proxy.get("/failover/health")).json()["failovers"]
+
+
+async def _approve_and_kill(stack: ClusterStack, batch: list[tuple[Scenario, str]], node: str) -> None:
     """Approve `batch`, and once approved runs are executing, SIGKILL `node`; then bring it back."""
+    admin = _live_admin(stack, node)
     await asyncio.gather(*(s.decide(po, approved=True) for s, po in batch))
 
     async def executing() -> dict[str, int] | None:
@@ -141,8 +198,14 @@ async def _approve_and_kill(stack: ClusterStack, admin: Admin, batch: list[tuple
         return counts if counts.get("running", 0) + counts.get("backing-off", 0) > 0 else None
 
     at_kill = await eventually(executing, timeout=20, interval=0.05, what="approved runs to be executing")
+    before = await _failovers(stack)
     await asyncio.to_thread(stack.cluster.kill, node)
-    stack.kills.append({"node": node, "runs": at_kill})
+
+    # With the node down, every SKU of the batch still answers at the one ingress address.
+    scenario = batch[0][0]
+    statuses = await asyncio.gather(*(s.status() for s, _ in batch))
+    assert [st["sku"] for st in statuses] == [s.sku for s, _ in batch]
+    stack.kills.append({"node": node, "runs": at_kill, "failovers": await _failovers(stack) - before})
 
     # Runs go on without the node; give them a few seconds of it before it comes back.
     await asyncio.sleep(3)
@@ -150,7 +213,6 @@ async def _approve_and_kill(stack: ClusterStack, admin: Admin, batch: list[tuple
     # Rejoined: its own admin API answers queries that touch every partition (restart()
     # waited for that), it sees the full metadata store, and its own ingress serves calls.
     assert restarted.metadata_members() == [1, 2, 3]
-    scenario = batch[0][0]
     async with httpx.AsyncClient(base_url=restarted.ingress_url, timeout=_HTTP) as ingress:
         response = await ingress.get(f"/SkuAgent/{scenario.sku}/status")
     assert response.status_code == 200 and response.json()["sku"] == scenario.sku
@@ -172,7 +234,7 @@ async def test_replenishments_survive_node_kills_with_no_duplicates_and_nothing_
     cluster_stack: ClusterStack, clients: tuple[httpx.AsyncClient, httpx.AsyncClient]
 ) -> None:
     ingress, world = clients
-    admin = Admin(cluster_stack.cluster.first.admin_url)
+    admin = _live_admin(cluster_stack, "none")
     scenarios = [Scenario(ingress, world, f"cluster-{i}") for i in range(RUNS)]
     await asyncio.gather(*(s.setup(reply_days=0.5, lead_days=2) for s in scenarios))
     started = await asyncio.gather(*(s.check() for s in scenarios))
@@ -187,14 +249,17 @@ async def test_replenishments_survive_node_kills_with_no_duplicates_and_nothing_
 
     await eventually(all_suspended, timeout=30, what="every run to suspend while waiting for approval")
 
-    half = RUNS // 2
+    third = RUNS // len(KILL_ORDER)
     pairs = list(zip(scenarios, pos, strict=True))
+    batches = [pairs[i * third : (i + 1) * third] for i in range(len(KILL_ORDER) - 1)]
+    batches.append(pairs[(len(KILL_ORDER) - 1) * third :])
     outcomes: list[dict[str, Any] | None] = [None] * RUNS
     try:
-        # n2 dies while half the runs wait for approval and the other half execute steps.
-        await _approve_and_kill(cluster_stack, admin, pairs[:half], "n2")
-        # n3 dies while the rest execute; surviving it needs n2 back in the metadata store and log.
-        await _approve_and_kill(cluster_stack, admin, pairs[half:], "n3")
+        # Each node dies while a third of the runs execute after their approval and the rest
+        # wait; surviving the next kill needs the last one back in the metadata store and log.
+        # n1 last: it provisioned the cluster, and it was the node the proxy sent everything to.
+        for node, batch in zip(KILL_ORDER, batches, strict=True):
+            await _approve_and_kill(cluster_stack, batch, node)
 
         async def outcome(i: int) -> None:
             outcomes[i] = await scenarios[i].outcome(run_ids[i], within=180)
@@ -208,9 +273,11 @@ async def test_replenishments_survive_node_kills_with_no_duplicates_and_nothing_
             f"duplicates={audit.duplicates} lost={audit.lost}"
         )
 
-    assert len(cluster_stack.kills) == 2
+    assert [k["node"] for k in cluster_stack.kills] == list(KILL_ORDER)
     first = cluster_stack.kills[0]
-    assert first["runs"].get("suspended", 0) >= RUNS - half, f"runs waiting when n2 died: {first}"
+    assert first["runs"].get("suspended", 0) >= RUNS - third, f"runs waiting when n2 died: {first}"
+    # The positive control of the fail-over: with n1 dead, what reached the ingress went elsewhere.
+    assert cluster_stack.kills[-1]["failovers"] > 0, cluster_stack.kills
     assert audit.problems == [], "\n".join(audit.problems)
     assert audit.duplicates == 0 and audit.lost == 0
 
