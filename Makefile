@@ -15,7 +15,8 @@
 #   make evals        recorded real runs replayed against the offline policy and Claude (stand-in API); ends with
 #                     `replay: runs=N turns=T agree=A diverged=D outside_calls=0`
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
-#   make bench-quick  the same in under five minutes, smaller sizes; both write bench/results/
+#   make bench-quick  the same at smaller sizes (about ten minutes on a quiet machine); both write bench/results/ and end with
+#                     `bench: cpu_per_replenishment_ms=X vs_temporal=Ax ... throughput_per_s=Z floor_per_s=F`
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
 #   make lambda-test  the Lambda tests, with deployment zips for both x86_64 and arm64
 

@@ -12,28 +12,35 @@ class Plan(BaseModel):
     wake_steps: list[int]
     """K: journaled steps before the approval wait (30 = a full MAX_TURNS run)."""
     wake_samples: int
+    """Runs woken per K (percentiles are nearest-rank: a p99 needs 100 or more to mean anything)."""
+    wake_samples_by_k: dict[int, int] = {}
+    """Fewer for a K so long that the slower peers would take hours to start that many runs."""
     idle_sizes: list[int]
     idle_wakes: int
     warmup: int = 10
 
+    def samples(self, steps: int) -> int:
+        return self.wake_samples_by_k.get(steps, self.wake_samples)
+
 
 QUICK = Plan(
     name="quick",
-    throughput=[(1, 3), (10, 10), (50, 50)],
-    wake_steps=[10, 30, 100],
-    wake_samples=3,
+    throughput=[(1, 5), (10, 100), (50, 100)],
+    wake_steps=[10, 30],
+    wake_samples=30,
     idle_sizes=[50, 150],
-    idle_wakes=2,
-    warmup=3,
+    idle_wakes=5,
+    warmup=5,
 )
 
 FULL = Plan(
     name="full",
-    throughput=[(1, 20), (10, 100), (50, 250), (200, 400)],
+    throughput=[(1, 200), (10, 200), (50, 250), (200, 400)],
     wake_steps=[10, 30, 100, 500],
-    wake_samples=20,
+    wake_samples=200,
+    wake_samples_by_k={500: 30},
     idle_sizes=[100, 1000, 10000],
-    idle_wakes=5,
+    idle_wakes=20,
 )
 
 PLANS = {"quick": QUICK, "full": FULL}

