@@ -70,6 +70,9 @@ class RestateEngine:
         self.decider = decider
         self._world = world
         self._security_sent = 0
+        # What the views hold now, so an unchanged state or wait is not written (and journaled) again.
+        self._written: bytes | None = None
+        self._shown: CurrentWait | None = None
         self._pending: dict[str, RestateDurableFuture[bytes]] = {}
 
     @property
@@ -176,13 +179,20 @@ class RestateEngine:
         from replenisher.durable.sku_agent import note_security
 
         with _stops():
-            self.ctx.set(names.STATE, state)
+            # The SDK's own encoding of a model (`model_dump_json`), compared before it is written.
+            written = state.model_dump_json().encode("utf-8")
+            if written != self._written:
+                self.ctx.set(names.STATE, written, serde=BytesSerde())
+                self._written = written
             fresh = state.security_events[self._security_sent :]
             if fresh:
                 self.ctx.object_send(note_security, state.sku, SecurityNotes(run_id=state.run_id, events=fresh))
         self._security_sent = len(state.security_events)
 
     def show_wait(self, wait: CurrentWait | None) -> None:
+        if wait == self._shown:
+            return  # e.g. the same wait again after a reminder: it began when it was first shown
+        self._shown = wait
         with _stops():
             if wait is None:
                 self.ctx.clear(names.WAITING)
