@@ -248,14 +248,20 @@ def settle(stack: OwnStack, client: httpx.Client, skus: list[str], timeout: floa
     ingress, world = stack.restate.ingress_url, stack.world.url
     for supplier in SUPPLIERS:
         client.delete(f"{world}/faults/suppliers/{supplier}").raise_for_status()
+    # One-way sends: a SKU whose queue waits behind an invocation Restate is backing off (the
+    # service was just killed) would hold a request-response call past any client timeout. The
+    # unwatch still runs before anything queued after it on that SKU.
     for sku in skus:
-        client.post(f"{ingress}/SkuAgent/{sku}/unwatch").raise_for_status()
+        client.post(f"{ingress}/SkuAgent/{sku}/unwatch/send").raise_for_status()
     deadline = time.monotonic() + timeout
+    checked: dict[str, float] = {}  # a sent check is not answered: one per SKU per 10 s, not a pile
     while time.monotonic() < deadline:
         agents = records(client, ingress, skus)
         for sku, record in agents.items():
-            if record.active is None and record.unresolved is not None:
-                client.post(f"{ingress}/SkuAgent/{sku}/check")
+            due = time.monotonic() - checked.get(sku, -10.0) >= 10.0
+            if record.active is None and record.unresolved is not None and due:
+                client.post(f"{ingress}/SkuAgent/{sku}/check/send").raise_for_status()
+                checked[sku] = time.monotonic()
         pending = [m for m in client.get(f"{world}/admin/messages").json()["messages"] if m["status"] == "pending"]
         if not pending and not any(r.active or r.unresolved for r in agents.values()):
             return
