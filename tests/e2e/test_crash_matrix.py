@@ -235,9 +235,16 @@ async def drive(scenario: Scenario, path: Path, approve_after: asyncio.Task[None
     return request["po_number"]
 
 
-async def set_up(scenario: Scenario, path: Path) -> None:
-    # Replies and goods take a few test days, so a wait lasts long enough to be interrupted.
-    await scenario.setup(reply_days=3, lead_days=6)
+# Replies and goods take a few test days, so a wait lasts long enough to be interrupted. A kill
+# aimed at a wait gets longer ones (seconds): on a loaded machine the short wait could end
+# between the test seeing it and the kill, which then lands in the next decision (legitimately
+# taken again, as it was not journaled) instead of in the wait it claims.
+SHORT_WAITS = {"reply_days": 3, "lead_days": 6}
+LONG_WAITS = {"reply_days": 16, "lead_days": 24}
+
+
+async def set_up(scenario: Scenario, path: Path, waits: dict[str, float] = SHORT_WAITS) -> None:
+    await scenario.setup(**waits)
     if path.name == "chase":
         # A reply after the chase has time to arrive however long a kill holds things up.
         await scenario.configure(supplier_reply=4, reply_after_chase=40)
@@ -247,9 +254,13 @@ async def set_up(scenario: Scenario, path: Path) -> None:
 
 
 async def run_path(
-    scenario: Scenario, path: Path, crash: Callable[[], Awaitable[None]], approve_after_crash: bool = False
+    scenario: Scenario,
+    path: Path,
+    crash: Callable[[], Awaitable[None]],
+    approve_after_crash: bool = False,
+    waits: dict[str, float] = SHORT_WAITS,
 ) -> tuple[JSON, str]:
-    await set_up(scenario, path)
+    await set_up(scenario, path, waits)
     # Started first: the armed point may be inside `check` itself.
     killer = asyncio.create_task(crash())
 
@@ -358,7 +369,8 @@ async def test_service_killed(
     key = scenario.sku if step == "read stock" else f"replenish-{scenario.sku}-1"
     if phase != "during":
         arm(key, step, phase)
-    outcome, po = await run_path(scenario, path, crash, approve_after_crash=step == "wait_for_approval")
+    waits = LONG_WAITS if phase == "during" else SHORT_WAITS
+    outcome, po = await run_path(scenario, path, crash, approve_after_crash=step == "wait_for_approval", waits=waits)
     redecided = int(step.split()[1]) if step.startswith("decide") and phase == "after" else None
     await check_run(scenario, f"service {step}:{phase}", path, outcome, po, redecided, proofs)
 
@@ -442,5 +454,7 @@ async def test_restate_server_killed_during_a_wait(
         restate_runtime.kill()
         await asyncio.to_thread(restate_runtime.restart)
 
-    outcome, po = await run_path(scenario, PATHS["happy"], crash, approve_after_crash=step == "wait_for_approval")
+    outcome, po = await run_path(
+        scenario, PATHS["happy"], crash, approve_after_crash=step == "wait_for_approval", waits=LONG_WAITS
+    )
     await check_run(scenario, f"restate-server {step}:during", PATHS["happy"], outcome, po, None, proofs)
