@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 BACKUP = "backup-approver"
 # Long enough for a crash and restart to fit in the first window and for the test to act
 # in the backup's; reminders fall half-way and at 90% of each.
-WINDOW_DAYS = 40
+WINDOW_DAYS = 80
 
 
 async def reminders(scenario: Scenario, po_number: str) -> list[dict[str, Any]]:
@@ -48,7 +48,7 @@ async def test_a_reminder_is_sent_once_across_a_crash_and_the_backup_approves_af
         mine = [r for r in await reminders(scenario, po) if r["reminder"]["approver"] == "manager"]
         return mine if len(mine) == 2 else None
 
-    sent = await eventually(both_reminded, timeout=60, what="both reminders to the manager")
+    sent = await eventually(both_reminded, timeout=90, what="both reminders to the manager")
     by_point = {r["reminder"]["point"]: r for r in sent}
     assert sorted(by_point) == [0.5, 0.9]
     # The crash made the half-way reminder go out again on the wire (positive control: the
