@@ -56,9 +56,16 @@ async def test_skus_spend_and_inbox_views_read_right_and_pass_accessibility_chec
     try:
         # --- the inbox: the supplier's name, the stock now and its days of cover
         for page, width in ((desk, "desktop"), (phone, "phone")):
-            await visit(page, f"{console.url}/inbox", axe, f"inbox ({width})")
             card = page.locator(f"#inbox article[data-sku='{sku}']")
-            text = await card.inner_text()
+
+            # The console keeps the ERP's item and supplier masters for 10 s: a copy read by an
+            # earlier test may predate this SKU and its supplier, so reload until it has them.
+            async def named(page: Any = page, card: Any = card, width: str = width) -> str | None:
+                await visit(page, f"{console.url}/inbox", axe, f"inbox ({width})")
+                text = await card.inner_text()
+                return text if supplier_name in text else None
+
+            text = await eventually(named, timeout=30, interval=1.0, what=f"the inbox ({width}) to name the supplier")
             assert supplier_name in text and f"{scenario.supplier} " not in text.replace(supplier_name, ""), text
             cover = re.search(r"now (\d+) · ([\d.]+) days of cover at 0\.001/day", text)
             assert cover is not None, text
