@@ -258,7 +258,7 @@ def settle(stack: OwnStack, client: httpx.Client, skus: list[str], timeout: floa
     while time.monotonic() < deadline:
         agents = records(client, ingress, skus)
         for sku, record in agents.items():
-            due = time.monotonic() - checked.get(sku, -10.0) >= 10.0
+            due = sku not in checked or time.monotonic() - checked[sku] >= 10.0
             if record.active is None and record.unresolved is not None and due:
                 client.post(f"{ingress}/SkuAgent/{sku}/check/send").raise_for_status()
                 checked[sku] = time.monotonic()
