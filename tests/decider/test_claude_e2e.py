@@ -10,100 +10,37 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
+from tests.decider.stand_in_stack import ClaudeStack, Clients, claude_stack, clients_of, model_requests
 
 from e2e.scenario import Scenario, ok
-from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import HypercornApp
-from replenisher.stack.runtime import BinaryRuntime
-from support import REPO_ROOT, RESTATE_TEST_ENV, RegisteredService, service_env, world_env
 
 pytestmark = pytest.mark.e2e
 
-TIMEOUT = httpx.Timeout(30.0, connect=5.0)
-
-
-@dataclass
-class ClaudeStack:
-    runtime: BinaryRuntime
-    world: HypercornApp
-    api: HypercornApp
-    service: RegisteredService
+CLAUDE = {
+    "REPLENISHER_DECIDER": "claude",
+    "REPLENISHER_CLAUDE_MODEL": "claude-sonnet-4-6",
+    # The client does not retry: a 429 or 529 fails the journaled step, which Restate retries.
+    "REPLENISHER_CLAUDE_MAX_RETRIES": "0",
+    "REPLENISHER_CLAUDE_TIMEOUT_SECONDS": "10",
+}
 
 
 @pytest.fixture(scope="module")
-def claude_stack(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> Iterator[ClaudeStack]:
-    runtime = BinaryRuntime(
-        RestatePorts.free(),
-        tmp_path_factory.mktemp("restate-claude") / "data",
-        RESTATE_TEST_ENV,
-        log_path=log_dir / "restate-server-claude.log",
-        config_file=REPO_ROOT / "restate.toml",
-    )
-    api = HypercornApp(
-        "tests.decider.fake_anthropic:app",
-        free_port(),
-        {"PYTHONPATH": str(REPO_ROOT)},
-        name="fake-anthropic",
-        log_path=log_dir / "fake-anthropic.log",
-    )
-    world = HypercornApp(WORLD_APP, free_port(), {}, name="world-claude", log_path=log_dir / "world-claude.log")
-    started: list[Any] = []
-    try:
-        runtime.start()
-        started.append(runtime)
-        runtime.wait_ready()
-        world.env.update(world_env(runtime.ingress_url))
-        for process in (api, world):
-            process.start()
-            started.append(process)
-            process.wait_ready()
-        claude_env = {
-            "REPLENISHER_DECIDER": "claude",
-            "ANTHROPIC_API_KEY": "sk-ant-e2e",
-            "REPLENISHER_ANTHROPIC_BASE_URL": api.url,
-            "REPLENISHER_CLAUDE_MODEL": "claude-sonnet-4-6",
-            # The client does not retry: a 429 or 529 fails the journaled step, which Restate retries.
-            "REPLENISHER_CLAUDE_MAX_RETRIES": "0",
-            "REPLENISHER_CLAUDE_TIMEOUT_SECONDS": "10",
-        }
-        app = HypercornApp(
-            SERVICE_APP,
-            free_port(),
-            service_env(world.url, claude_env),
-            name="replenisher-claude",
-            log_path=log_dir / "replenisher-claude.log",
-        )
-        service = RegisteredService(runtime, app)
-        started.append(service)
-        service.start()
-        yield ClaudeStack(runtime, world, api, service)
-    finally:
-        for process in reversed(started):
-            process.stop()
+def stack(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> Iterator[ClaudeStack]:
+    with claude_stack(tmp_path_factory, log_dir, "claude", CLAUDE) as started:
+        yield started
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def clients(
-    claude_stack: ClaudeStack,
-) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient, httpx.AsyncClient]]:
-    async with (
-        httpx.AsyncClient(base_url=claude_stack.runtime.ingress_url, timeout=TIMEOUT) as ingress,
-        httpx.AsyncClient(base_url=claude_stack.world.url, timeout=TIMEOUT) as world,
-        httpx.AsyncClient(base_url=claude_stack.api.url, timeout=TIMEOUT) as api,
-    ):
-        yield ingress, world, api
-
-
-async def model_requests(api: httpx.AsyncClient, sku: str) -> list[dict[str, Any]]:
-    return ok(await api.get("/admin/requests", params={"about": sku}))["requests"]
+async def clients(stack: ClaudeStack) -> AsyncIterator[Clients]:
+    async with clients_of(stack) as all_three:
+        yield all_three
 
 
 def offered(request: dict[str, Any]) -> list[str]:

@@ -12,24 +12,19 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
+from tests.decider.stand_in_stack import ClaudeStack, Clients, claude_stack, clients_of, model_requests
 
-from e2e.scenario import Scenario, ok
-from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import HypercornApp
-from replenisher.stack.runtime import BinaryRuntime
-from support import CRASH_POINTS, REPO_ROOT, RESTATE_TEST_ENV, RegisteredService, eventually, service_env, world_env
+from e2e.scenario import Scenario
+from support import CRASH_POINTS, eventually
 
 pytestmark = pytest.mark.e2e
 
-TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 MODEL = "claude-sonnet-4-6"
 CLAUDE = {
     "REPLENISHER_DECIDER": "claude",
@@ -42,78 +37,17 @@ CLAUDE = {
 OFFLINE = {"REPLENISHER_DECIDER": "offline"}
 
 
-@dataclass
-class Stack:
-    runtime: BinaryRuntime
-    world: HypercornApp
-    api: HypercornApp
-    service: RegisteredService
-
-    def restart_service_with(self, settings: dict[str, str]) -> None:
-        self.service.process.env.update(settings)
-        self.service.restart()
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> Iterator[Stack]:
-    runtime = BinaryRuntime(
-        RestatePorts.free(),
-        tmp_path_factory.mktemp("restate-pinned") / "data",
-        RESTATE_TEST_ENV,
-        log_path=log_dir / "restate-server-pinned.log",
-        config_file=REPO_ROOT / "restate.toml",
-    )
-    api = HypercornApp(
-        "tests.decider.fake_anthropic:app",
-        free_port(),
-        {"PYTHONPATH": str(REPO_ROOT)},
-        name="fake-anthropic-pinned",
-        log_path=log_dir / "fake-anthropic-pinned.log",
-    )
-    world = HypercornApp(WORLD_APP, free_port(), {}, name="world-pinned", log_path=log_dir / "world-pinned.log")
-    started: list[Any] = []
-    try:
-        runtime.start()
-        started.append(runtime)
-        runtime.wait_ready()
-        world.env.update(world_env(runtime.ingress_url))
-        for process in (api, world):
-            process.start()
-            started.append(process)
-            process.wait_ready()
-        connection = {
-            "ANTHROPIC_API_KEY": "sk-ant-e2e",
-            "REPLENISHER_ANTHROPIC_BASE_URL": api.url,
-            "REPLENISHER_MODEL_SPOOL_DIR": str(tmp_path_factory.mktemp("model-spool")),
-        }
-        app = HypercornApp(
-            SERVICE_APP,
-            free_port(),
-            service_env(world.url, {**connection, **OFFLINE}),
-            name="replenisher-pinned",
-            log_path=log_dir / "replenisher-pinned.log",
-        )
-        service = RegisteredService(runtime, app)
-        started.append(service)
-        service.start()
-        yield Stack(runtime, world, api, service)
-    finally:
-        for process in reversed(started):
-            process.stop()
+def stack(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> Iterator[ClaudeStack]:
+    spool = {"REPLENISHER_MODEL_SPOOL_DIR": str(tmp_path_factory.mktemp("model-spool"))}
+    with claude_stack(tmp_path_factory, log_dir, "pinned", {**spool, **OFFLINE}) as started:
+        yield started
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def clients(stack: Stack) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient, httpx.AsyncClient]]:
-    async with (
-        httpx.AsyncClient(base_url=stack.runtime.ingress_url, timeout=TIMEOUT) as ingress,
-        httpx.AsyncClient(base_url=stack.world.url, timeout=TIMEOUT) as world,
-        httpx.AsyncClient(base_url=stack.api.url, timeout=TIMEOUT) as api,
-    ):
-        yield ingress, world, api
-
-
-async def model_requests(api: httpx.AsyncClient, sku: str) -> list[dict[str, Any]]:
-    return ok(await api.get("/admin/requests", params={"about": sku}))["requests"]
+async def clients(stack: ClaudeStack) -> AsyncIterator[Clients]:
+    async with clients_of(stack) as all_three:
+        yield all_three
 
 
 def deciders_of(view: dict[str, Any]) -> set[str]:
@@ -134,7 +68,7 @@ async def started_and_waiting_for_approval(scenario: Scenario) -> tuple[str, dic
 
 
 async def test_a_restart_with_another_decider_changes_new_runs_only(
-    stack: Stack, clients: tuple[httpx.AsyncClient, ...]
+    stack: ClaudeStack, clients: tuple[httpx.AsyncClient, ...]
 ) -> None:
     ingress, world, api = clients
     offline_run = Scenario(ingress, world, "pin-offline")
@@ -181,7 +115,7 @@ async def test_a_restart_with_another_decider_changes_new_runs_only(
 
 
 async def test_a_model_answer_lost_in_a_crash_before_the_journal_is_still_charged(
-    stack: Stack, clients: tuple[httpx.AsyncClient, ...]
+    stack: ClaudeStack, clients: tuple[httpx.AsyncClient, ...]
 ) -> None:
     ingress, world, api = clients
     await asyncio.to_thread(stack.restart_service_with, CLAUDE)
