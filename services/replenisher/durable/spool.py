@@ -10,6 +10,11 @@ usage; a call with no outcome (the process died in it, or the connection broke) 
 been billed and cannot be priced, and the ledger says so (`unpriced`). Once the answer is
 journaled, the file is removed.
 
+It guards against the process dying, not the host: a line written reaches the kernel and outlives
+the process, so it is not fsynced. An fsync would block the event loop, and every run the
+process serves, twice per model call, for a guarantee the default directory (the system's
+temporary one) does not keep across a reboot anyway.
+
 The spool is a local directory: a step retried on another host (a cluster node, another
 Lambda container) does not see it, and a call lost there is neither charged nor counted.
 """
@@ -18,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import tempfile
 from pathlib import Path
 
@@ -37,8 +41,6 @@ class CallSpool:
         self.directory.mkdir(parents=True, exist_ok=True)
         with self._file(invocation, step).open("a") as f:
             f.write(json.dumps(entry) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
 
     def lost(self, invocation: str, step: str) -> list[LostCall]:
         """The calls earlier attempts of this step made whose answers never reached the journal."""
