@@ -145,7 +145,7 @@ async def wake_up(driver: Driver, plan: Plan, suspending: bool) -> dict[str, Any
     for ids in [*hot_runs.values(), *cold_runs.values()]:
         await driver.wait_bench_ready(ids)
     for steps, ids in hot_runs.items():
-        if isinstance(system, Ours) and await driver.suspended_count():
+        if isinstance(system, Ours) and await driver.suspended_count(ids):
             # Runs that waited past the one-minute inactivity timeout are no longer hot.
             raise BenchError(f"runs with {steps} steps suspended before their hot wake: a slower machine")
         result = await driver.wake(ids)
@@ -153,10 +153,11 @@ async def wake_up(driver: Driver, plan: Plan, suspending: bool) -> dict[str, Any
         say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
     if cold_runs:
         if suspending:
-            expected = sum(len(ids) for ids in cold_runs.values())
+            cold_ids = [run_id for ids in cold_runs.values() for run_id in ids]
+            expected = len(cold_ids)
 
             async def all_suspended() -> bool:
-                return await driver.suspended_count() >= expected
+                return await driver.suspended_count(cold_ids) >= expected
 
             await poll(all_suspended, 60, f"{expected} waiting runs to suspend", interval=0.5)
             out["cold_state"] = "suspended"

@@ -11,7 +11,7 @@ import asyncio
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -358,12 +358,16 @@ class Driver:
             )
         return points
 
-    async def suspended_count(self) -> int:
-        if not isinstance(self.system, Ours):
+    async def suspended_count(self, run_ids: Sequence[str]) -> int:
+        """How many of these runs Restate holds suspended. Only these: runs an earlier, retried
+        attempt left waiting suspend too, and must not count for (or against) this one."""
+        if not isinstance(self.system, Ours) or not run_ids:
             return 0
         from replenisher.stack.admin import Admin
+        from replenisher.timeline.restate import literal
 
+        keys = ", ".join(literal(run_id) for run_id in run_ids)
         rows = await Admin(self.system.restate.admin_url).asql(
-            "SELECT count(*) AS n FROM sys_invocation WHERE status = 'suspended'"
+            f"SELECT count(*) AS n FROM sys_invocation WHERE status = 'suspended' AND target_service_key IN ({keys})"
         )
         return int(rows[0]["n"])
