@@ -14,7 +14,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -28,6 +28,7 @@ from replenisher.console.inbox import (
     BadDecision,
     ManagerInbox,
     NoPendingApproval,
+    PendingApproval,
     decide,
     pending_approvals,
     pending_for,
@@ -205,21 +206,22 @@ class Console:
     async def home(self, request: Request) -> Response:
         return Response.redirect("/inbox")
 
-    async def inbox_settings(self) -> pages.InboxSettings:
+    async def inbox_settings(self, pending: Sequence[PendingApproval] = ()) -> pages.InboxSettings:
         return pages.InboxSettings(
             currency=self.currency,
             budget=await self.inbox_api.budget(),
             confirm_above=self.confirm_above,
-            catalogue=await self.catalogue.read(),
+            # The requests' SKUs and suppliers: a copy read before one of them was set up is read again.
+            catalogue=await self.catalogue.read({p.sku for p in pending}, {p.supplier for p in pending}),
         )
 
     async def inbox(self, request: Request, flash: tuple[str, str] | None = None, status: int = 200) -> Response:
         pending = await pending_approvals(self.client, self.inbox_api)
-        return Response(pages.inbox(pending, time.time(), flash, await self.inbox_settings()), status)
+        return Response(pages.inbox(pending, time.time(), flash, await self.inbox_settings(pending)), status)
 
     async def inbox_fragment(self, request: Request) -> Response:
         pending = await pending_approvals(self.client, self.inbox_api)
-        return Response(pages.inbox_fragment(pending, time.time(), await self.inbox_settings()))
+        return Response(pages.inbox_fragment(pending, time.time(), await self.inbox_settings(pending)))
 
     async def approve(self, request: Request) -> Response:
         form = await request.form()
@@ -242,7 +244,7 @@ class Console:
                 return await self.inbox(request, ("error", str(e)), 409)
             limit = up_to if up_to is not None else asked.unit_price
             if asked.token == form["token"] and asked.quantity * limit > self.confirm_above:
-                settings = await self.inbox_settings()
+                settings = await self.inbox_settings([asked])
                 return Response(pages.confirm_page(asked, limit, form.get("note", "")[:2000], settings))
         try:
             decided = await decide(

@@ -2,13 +2,15 @@
 
 Two reads cover every SKU and supplier however many there are (`GET <erp>/erp/items`,
 `GET <erp>/erp/suppliers`), kept for a few seconds so a page that refreshes itself does not
-ask again each time. The console only shows these figures: the agents read stock themselves.
+ask again each time; a page that names a SKU or supplier the kept copy lacks reads them again, so
+one set up a moment ago shows at once. The console only shows these figures: the agents read stock themselves.
 When the ERP cannot be reached the pages still load, with the figures left out.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
@@ -57,6 +59,9 @@ class Catalogue(BaseModel):
             return "-"
         return self.supplier_names.get(supplier_id, supplier_id)
 
+    def knows(self, skus: Iterable[str], suppliers: Iterable[str]) -> bool:
+        return all(s in self.items for s in skus) and all(s in self.supplier_names for s in suppliers)
+
 
 class ErpCatalogue:
     def __init__(self, url: str, client: httpx.AsyncClient | None = None, fresh_seconds: float = FRESH_SECONDS) -> None:
@@ -70,10 +75,13 @@ class ErpCatalogue:
         if self._owns_client:
             await self._client.aclose()
 
-    async def read(self) -> Catalogue:
+    async def read(self, skus: Iterable[str] = (), suppliers: Iterable[str] = ()) -> Catalogue:
+        """The masters, from the kept copy while it is fresh and knows every SKU and supplier asked
+        about. One the ERP does not list is asked for again on each read: no worse than no copy."""
         now = time.monotonic()
-        if self._last is not None and now - self._last.read_at < self.fresh_seconds:
-            return self._last
+        last = self._last
+        if last is not None and now - last.read_at < self.fresh_seconds and last.knows(skus, suppliers):
+            return last
         try:
             items = _Items.model_validate_json((await self._get("/erp/items")).content)
             suppliers = _Suppliers.model_validate_json((await self._get("/erp/suppliers")).content)
