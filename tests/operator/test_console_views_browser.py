@@ -16,6 +16,7 @@ from operator_support import setup_lasting_quotes
 from page_checks import DESKTOP, PHONE, assert_page_fit_for_everyone
 
 from e2e.scenario import Scenario, ok
+from replenisher.console.catalogue import ErpCatalogue
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import RestateRuntime
 from support import eventually
@@ -167,3 +168,23 @@ async def test_the_skus_and_spend_pages_do_not_cost_an_invocation_per_sku(
         assert await reads() > before, "the control: a SKU's own page reads its agent through ingress"
         bad = await http.get("/skus", params={"colour": "red"})
         assert bad.status_code == 400 and "unknown parameter &#x27;colour&#x27;" in bad.text
+
+
+async def test_the_kept_erp_masters_are_read_again_for_a_sku_or_supplier_they_lack(
+    world: HypercornApp, scenario: Scenario
+) -> None:
+    """The console keeps the world's item and supplier masters for 10 s; a page naming a SKU set up
+    after the copy was read gets it at once, and one the copy knows keeps the copy."""
+    catalogue = ErpCatalogue(world.url, fresh_seconds=120)  # fresh throughout, even on a loaded machine
+    try:
+        before = await catalogue.read()
+        assert scenario.sku not in before.items and before.error is None, before.error
+        assert await catalogue.read() is before, "fresh and asked about nothing new: kept"
+        await scenario.setup()
+        assert await catalogue.read() is before, "the control: without naming the new SKU, the copy is kept"
+        after = await catalogue.read({scenario.sku}, {scenario.supplier})
+        assert after is not before and scenario.sku in after.items
+        assert after.supplier(scenario.supplier) == f"Supplier {scenario.supplier}"
+        assert await catalogue.read({scenario.sku}, {scenario.supplier}) is after, "it knows them now: kept"
+    finally:
+        await catalogue.aclose()
