@@ -281,7 +281,8 @@ class Console:
 
     async def spend(self, request: Request) -> Response:
         query = parsed_spend(request.query)
-        settings = await self.inbox_settings()
+        # Money and supplier names only: the manager's budget is not shown here, so not asked for.
+        settings = pages.InboxSettings(currency=self.currency, catalogue=await self.catalogue.read())
         return Response(pages.spend_page(await spend(self.client, query), settings))
 
     async def sku(self, request: Request, sku: str) -> Response:
