@@ -23,22 +23,24 @@ from unittest import mock
 from pydantic import BaseModel
 
 from replenisher.domain.archive import RunArchive
-from replenisher.domain.decisions import GOAL, Decider, DeciderTerms, Decision, Refusal
+from replenisher.domain.decisions import Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.documents import EventKind, StockLevel
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
 from replenisher.domain.ports import Rejected
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Tool, Wait
-from replenisher.domain.turns import DeciderUnavailable
+from replenisher.domain.turns import Ask
 from replenisher.engines.memory_world import DAY, SKU, Clock, Inbox, MemoryWorld
 from replenisher.loop import Effect, RunRequest, StepFailed, replenish
+from replenisher.loop.engine import ask_decider
 from replenisher.loop.request import CurrentWait
 from replenisher.replay.recording import Archiving, MemorySink
 
 T = TypeVar("T", bound=BaseModel)
 WAITS_BY_EVENT: dict[str, Wait[Any]] = {t.event: t for t in TOOLS if isinstance(t, Wait)}
 STEP_ATTEMPTS = 4
+DECIDE_ATTEMPTS = 4
 TURN_DAYS = 0.01
 """How far the clock moves on each turn, so that no two turns happen at the same instant."""
 
@@ -54,19 +56,11 @@ class Halt(Exception):
     """The caller's `until` holds: stop before the next turn, as a test that needs a state mid-run asks."""
 
 
-def ask_with_retries(decider: Decider, state: State, allowed: Sequence[Tool], attempts: int = 4) -> Any:
-    """Restate's bounded step retry, in memory: transient errors are retried, `Rejected` is final."""
+def ask_with_retries(decider: Decider, state: State, allowed: Sequence[Tool], attempts: int = DECIDE_ATTEMPTS) -> Ask:
+    """The decider asked as `decide_turn` asks it, with Restate's bounded step retry (`ask_decider`)."""
 
     async def ask(attempt: int, refusals: Sequence[Refusal] = ()) -> Decision:
-        last: Exception | None = None
-        for _ in range(attempts):
-            try:
-                return await decider.decide(GOAL, state, allowed, refusals)
-            except Rejected as e:
-                raise DeciderUnavailable(e.reason) from e
-            except Exception as e:
-                last = e
-        raise DeciderUnavailable(f"retries spent: {last}")
+        return await ask_decider(decider, state, allowed, refusals, attempts)
 
     return ask
 
@@ -100,7 +94,7 @@ class MemoryEngine:
         self.state = state
         if self.until is not None and self.until(state):
             raise Halt
-        return await ask_with_retries(self.decider, state, allowed)(0, refusals)  # type: ignore[no-any-return]
+        return await ask_decider(self.decider, state, allowed, refusals, DECIDE_ATTEMPTS)
 
     def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
         self.state = state

@@ -54,12 +54,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from replenisher.domain.decisions import Decision, Refusal
+from replenisher.domain.decisions import GOAL, Decider, Decision, Refusal
 from replenisher.domain.documents import EventKind
 from replenisher.domain.escalation import Reminder, ReminderSent
-from replenisher.domain.ports import World
+from replenisher.domain.ports import Rejected, World
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS_BY_NAME, Call, Tool, Wait
+from replenisher.domain.turns import DeciderUnavailable
 
 if TYPE_CHECKING:
     from replenisher.domain.outcomes import ReplenishmentResult
@@ -123,6 +124,22 @@ class Effect(Generic[T]):
         elif kind == "remind":
             args = Reminder.model_validate(raw)
         return cls(kind=kind, tool=tool.name, state=State.model_validate(data["state"]), args=args)
+
+
+async def ask_decider(
+    decider: Decider, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal], attempts: int
+) -> Decision:
+    """One ask with Restate's bounded step retry, for engines without a journal (in memory, replay):
+    transient errors are retried, `Rejected` is final; either way out is `DeciderUnavailable`."""
+    last: Exception | None = None
+    for _ in range(attempts):
+        try:
+            return await decider.decide(GOAL, state, allowed, refusals)
+        except Rejected as e:
+            raise DeciderUnavailable(e.reason) from e
+        except Exception as e:
+            last = e
+    raise DeciderUnavailable(f"retries spent: {last}")
 
 
 class Engine(Protocol):

@@ -20,14 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, Field
 
 from replenisher.domain.archive import ArchivedDecision, Entry, Op, RunArchive
-from replenisher.domain.decisions import GOAL, Decider, Decision, Refusal
+from replenisher.domain.decisions import Decider, Decision, Refusal
 from replenisher.domain.documents import EventKind
-from replenisher.domain.ports import Rejected
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS_BY_NAME, Tool
-from replenisher.domain.turns import DeciderUnavailable
 from replenisher.loop import names
-from replenisher.loop.engine import Effect, StepFailed
+from replenisher.loop.engine import Effect, StepFailed, ask_decider
 from replenisher.loop.request import CurrentWait
 
 if TYPE_CHECKING:
@@ -150,21 +148,13 @@ class ReplayEngine:
         return float(self._next("now").value)
 
     async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
-        last: Exception | None = None
-        for _ in range(ASK_ATTEMPTS):
-            try:
-                decision = await self.decider.decide(GOAL, state, allowed, refusals)
-            except Rejected as e:
-                raise DeciderUnavailable(e.reason) from e
-            except Exception as e:  # a transient failure, retried as the workflow's step is
-                last = e
-                continue
-            self.report.usd += decision.usd
-            if decision.usage is not None:
-                self.report.input_tokens += decision.usage.input_tokens
-                self.report.output_tokens += decision.usage.output_tokens
-            return decision
-        raise DeciderUnavailable(f"retries spent: {last}")
+        # A transient failure is retried, as the workflow's step is.
+        decision = await ask_decider(self.decider, state, allowed, refusals, ASK_ATTEMPTS)
+        self.report.usd += decision.usd
+        if decision.usage is not None:
+            self.report.input_tokens += decision.usage.input_tokens
+            self.report.output_tokens += decision.usage.output_tokens
+        return decision
 
     def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
         recorded = self._next("decided")
