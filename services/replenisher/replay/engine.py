@@ -44,13 +44,8 @@ class Choice(BaseModel):
 
     @classmethod
     def of(cls, decision: Decision | ArchivedDecision) -> Choice:
-        return cls(
-            tool=decision.tool,
-            args=decision.args,
-            reason=decision.reason,
-            decider=decision.decider,
-            model=decision.model,
-        )
+        # The fields both kinds of decision have, read by name: no list of them to keep in step.
+        return cls.model_validate(decision, from_attributes=True)
 
 
 class Divergence(BaseModel):
