@@ -242,5 +242,5 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--continue",
         dest="keep_going",
         action="store_true",
-        help="after a divergence follow the recorded choice and go on comparing",
+        help="after a divergence go on with the new choice, comparing, while the record still answers",
     )
