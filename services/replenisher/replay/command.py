@@ -125,20 +125,17 @@ def build_decider(name: str, model: str | None) -> Decider:
         from replenisher.domain.policy import OfflinePolicy
 
         return OfflinePolicy()
-    from replenisher.config import settings
-    from replenisher.deciders.claude import ClaudeDecider, make_client
-    from replenisher.wiring import price_override
+    from replenisher.deciders.claude import ClaudeDecider
+    from replenisher.wiring import price_override, wiring
 
-    s = settings()
+    parts = wiring()
+    s = parts.settings
     if s.anthropic_api_key is None or not s.anthropic_api_key.get_secret_value():
         raise ReplayError("--decider claude needs ANTHROPIC_API_KEY")
-    client = make_client(
-        s.anthropic_api_key.get_secret_value(),
-        base_url=s.anthropic_base_url,
-        max_retries=s.claude_max_retries,
-        timeout_seconds=s.claude_timeout_seconds,
+    # The composition root's client: the service's key, base URL, retries and timeout.
+    return ClaudeDecider(
+        parts.claude_client, model or s.claude_model, max_tokens=s.claude_max_tokens, price=price_override(s)
     )
-    return ClaudeDecider(client, model or s.claude_model, max_tokens=s.claude_max_tokens, price=price_override(s))
 
 
 def shown_args(args: dict[str, Any]) -> str:
