@@ -80,6 +80,8 @@ class Wiring:
         world: World | None = None,
     ) -> None:
         self._given_settings = settings
+        # A run's parts by its pinned terms, shared by the runs that have the same.
+        self._by_terms: dict[str, tuple[Decider, ReplyReader, World]] = {}
         if decider is not None:
             self.decider = decider
         if reader is not None:
@@ -164,13 +166,14 @@ class Wiring:
         return key is not None and bool(key.get_secret_value())
 
     @cached_property
-    def _by_terms(self) -> dict[str, tuple[Decider, ReplyReader, World]]:
-        return {}
+    def _own_terms(self) -> DeciderTerms:
+        """This service's own terms, pinned: built once, not on every step of every run."""
+        return self.pinned(self.decider_terms())
 
     def _parts_for(self, terms: DeciderTerms) -> tuple[Decider, ReplyReader, World]:
         """A run's decider, reader and world, by its pinned terms (shared by the runs that have the same)."""
         terms = self.pinned(terms)
-        if terms == self.pinned(self.decider_terms()):
+        if terms == self._own_terms:
             # This service's own settings: the parts it was given or built.
             return self.decider, self.reader, self.world
         key = terms.model_dump_json()
