@@ -41,7 +41,12 @@ async def replay_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **(env or {})},
     )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    finally:
+        if process.returncode is None:  # timed out (or the test was cancelled): do not leave it running
+            process.kill()
+            await process.wait()
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
 
