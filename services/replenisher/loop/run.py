@@ -10,6 +10,7 @@ again, and `apply` rebuilds the same state. The rules stay pure in `domain/tools
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -82,7 +83,7 @@ async def decide(
 ) -> tuple[Tool, Any, Decision]:
     """The decider's pick, checked in code; refused picks are re-asked, then the offline policy decides."""
 
-    async def ask(attempt: int, refusals: tuple[Refusal, ...] | Any) -> Decision:
+    async def ask(attempt: int, refusals: Sequence[Refusal]) -> Decision:
         return await engine.decide(names.decide(turn, attempt), state, allowed, refusals)
 
     decision = await decide_turn(turn, state, allowed, ask, terms)
