@@ -7,6 +7,7 @@ address. Times are epoch seconds; money is a unit price in the SKU's currency.
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -132,6 +133,15 @@ class ApprovalReminder(Document):
     point: float = Field(gt=0, lt=1, description="how far into the approval window, as a fraction")
     decide_by: float
     text: str = Field(max_length=2000)
+
+
+def new_approval_token() -> str:
+    """A one-time approval token: 160 random bits as hex.
+
+    Hex, not base64url: a token that began with "-" (1 in 64 of token_urlsafe's) was read by
+    `replenisher approve --token <token>` as a missing value, so the manager could not paste it.
+    """
+    return secrets.token_hex(20)
 
 
 # --- Messages that arrive at a SKU's address (SkuAgent/<SKU>/deliver) ------------------

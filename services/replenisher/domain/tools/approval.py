@@ -18,7 +18,13 @@ import time
 
 from pydantic import BaseModel
 
-from replenisher.domain.documents import ApprovalDecision, ApprovalReminder, ApprovalRequest, Arrival
+from replenisher.domain.documents import (
+    ApprovalDecision,
+    ApprovalReminder,
+    ApprovalRequest,
+    Arrival,
+    new_approval_token,
+)
 from replenisher.domain.escalation import Reminder, ReminderSent
 from replenisher.domain.ports import World
 from replenisher.domain.state import Approval, State
@@ -202,7 +208,7 @@ class WaitForApproval(Wait[ApprovalDecision]):
         assert state.approval is not None and state.approval_policy.backup_approver is not None
         # Drawn inside the journaled step: a replay reads the same token back, never a new one.
         request = state.approval.request.model_copy(
-            update={"token": secrets.token_urlsafe(24), "approver": state.approval_policy.backup_approver}
+            update={"token": new_approval_token(), "approver": state.approval_policy.backup_approver}
         )
         await world.manager.request_approval(request)
         return Escalated(request=request, at=time.time())

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from replenisher.domain.documents import PurchaseOrder, Quote, QuoteRequest
+from replenisher.domain.documents import PurchaseOrder, Quote, QuoteRequest, new_approval_token
 from replenisher.domain.memory import discount_request_note
 from replenisher.domain.ports import Malformed, Rejected, World
 from replenisher.domain.state import State
@@ -187,7 +186,7 @@ class DraftPurchaseOrder(Call[DraftArgs, DraftResult]):
         return DraftResult(
             # Minted here, journaled with the draft: however often request_approval is retried
             # or replayed, the manager sees one request with one token for this PO.
-            approval_token=secrets.token_urlsafe(24),
+            approval_token=new_approval_token(),
             po=PurchaseOrder(
                 po_number=po_number,
                 sku=state.sku,
