@@ -10,7 +10,8 @@ import json
 from typing import Any
 
 import anthropic
-from tests.decider.scripted_model import ScriptedModel
+
+from anthropic_stand_in.scripted_model import ScriptedModel
 
 try:
     import httpx2 as anthropic_http

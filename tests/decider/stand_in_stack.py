@@ -1,6 +1,6 @@
 """A stack of its own for runs decided by Claude, with the Messages API stood in for.
 
-restate-server, the world, the scripted stand-in for the API (`fake_anthropic.py`, on
+restate-server, the world, the scripted stand-in for the API (`anthropic_stand_in/app.py`, on
 hypercorn) and the replenisher service, whose real `anthropic` client reaches the stand-in
 through `REPLENISHER_ANTHROPIC_BASE_URL`. The end-to-end decider suites each start one, with
 their own settings, so the session's (offline) service is untouched.
@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from anthropic_stand_in import STAND_IN_APP
 from e2e.scenario import ok
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import RestatePorts, free_port
@@ -53,7 +54,7 @@ def claude_stack(
         config_file=REPO_ROOT / "restate.toml",
     )
     api = HypercornApp(
-        "tests.decider.fake_anthropic:app",
+        STAND_IN_APP,
         free_port(),
         {"PYTHONPATH": str(REPO_ROOT)},
         name=f"fake-anthropic-{tag}",

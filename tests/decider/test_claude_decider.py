@@ -7,8 +7,8 @@ import json
 import anthropic
 import pytest
 from tests.decider.mock_api import MockApi, anthropic_http
-from tests.decider.scripted_model import MODEL_ID, Persuasion, ScriptedModel, message_body, tool_use
 
+from anthropic_stand_in.scripted_model import MODEL_ID, Persuasion, ScriptedModel, message_body, tool_use
 from replenisher.deciders.choice import decision_from_message
 from replenisher.deciders.claude import ClaudeDecider, ModelBusy
 from replenisher.deciders.prompt import RATIONALE, input_schema, tool_definitions

@@ -2,7 +2,7 @@
 
 A stack of its own, so the session's (offline) service is untouched: restate-server, the world
 and the replenisher service with `REPLENISHER_DECIDER=claude`, whose real `anthropic` client
-talks to a scripted stand-in for the Messages API (`fake_anthropic.py`, on hypercorn) through
+talks to a scripted stand-in for the Messages API (`anthropic_stand_in/app.py`, on hypercorn) through
 `REPLENISHER_ANTHROPIC_BASE_URL`.
 """
 

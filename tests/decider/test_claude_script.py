@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from anthropic_stand_in import STAND_IN_APP
 from support import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "scripts" / "claude_run.py"
@@ -38,7 +39,7 @@ def test_the_script_runs_whole_against_a_stand_in_api(tmp_path) -> None:  # type
     from replenisher.stack.processes import HypercornApp
 
     api = HypercornApp(
-        "tests.decider.fake_anthropic:app",
+        STAND_IN_APP,
         free_port(),
         {"PYTHONPATH": str(REPO_ROOT)},
         name="fake-anthropic-script",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.decider.scripted_model import untrusted_blocks
 from tests.domain.factories import DAY, T0, ack, goods, reply
 from tests.domain.test_tools import NO, approved
 
+from anthropic_stand_in.scripted_model import untrusted_blocks
 from replenisher.deciders.prompt import QUOTE_IDS, decision_request, extraction_request
 from replenisher.domain.decisions import GOAL, Refusal
 from replenisher.domain.state import State, TurnRecord

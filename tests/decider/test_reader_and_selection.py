@@ -7,8 +7,8 @@ import time
 
 import pytest
 from tests.decider.mock_api import MockApi
-from tests.decider.scripted_model import Persuasion, ScriptedModel
 
+from anthropic_stand_in.scripted_model import Persuasion, ScriptedModel
 from replenisher import config, wiring
 from replenisher.deciders.claude import ClaudeDecider, ClaudeReplyReader
 from replenisher.domain.decisions import DeciderTerms

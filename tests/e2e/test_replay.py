@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from anthropic_stand_in import STAND_IN_APP
 from e2e.scenario import Scenario
 from replenisher.domain.archive import ARCHIVE_SCHEMA_VERSION, MAX_ARCHIVE_BYTES, RunArchive
 from replenisher.stack.admin import Admin
@@ -97,7 +98,7 @@ async def test_a_real_run_is_archived_and_its_replay_calls_nothing_in_the_world(
 
     # Claude over the stand-in Messages API: the model is asked, the world still is not.
     api = HypercornApp(
-        "tests.decider.fake_anthropic:app",
+        STAND_IN_APP,
         free_port(),
         {"PYTHONPATH": str(REPO_ROOT)},
         name="fake-anthropic-replay",

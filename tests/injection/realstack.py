@@ -22,6 +22,7 @@ from typing import Literal
 
 from tests.support import REPO_ROOT, RESTATE_TEST_ENV, RegisteredService, service_env, world_env
 
+from anthropic_stand_in import STAND_IN_APP
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import RestatePorts, free_port
 from replenisher.stack.processes import HypercornApp
@@ -80,7 +81,7 @@ def party_secrets(directory: Path, suppliers: Sequence[str]) -> tuple[Path, dict
 @contextmanager
 def model_api(log_dir: Path) -> Iterator[HypercornApp]:
     api = HypercornApp(
-        "tests.decider.fake_anthropic:app",
+        STAND_IN_APP,
         free_port(),
         {"PYTHONPATH": str(REPO_ROOT)},
         name="fake-anthropic-injection",

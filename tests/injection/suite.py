@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.decider.scripted_model import untrusted_blocks
 from tests.injection.attacks import ATTACKS, RealAttack
 from tests.injection.controls import CONTROLS, Control
 from tests.injection.detectors import Records, disruptions, gated_actions, records, settings_of
@@ -48,6 +47,7 @@ from tests.injection.realstack import KINDS, SUITE_WAITS, DeciderKind, Stack, mo
 from tests.injection.target import ON_HAND, Target, names, ok
 from tests.support import TEST_DAY_SECONDS, eventually
 
+from anthropic_stand_in.scripted_model import untrusted_blocks
 from replenisher.stack.admin import Admin
 
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)

@@ -11,7 +11,7 @@ minimum cacheable length is written once and read after; a shorter one is not ca
 stop reasons, and scripted failures use the API's error JSON shape.
 
 Used in-process behind an `httpx2.MockTransport` (the HTTP library `anthropic` 2.x uses) and,
-for end-to-end runs, served over HTTP by `fake_anthropic.py`.
+for end-to-end runs and the bench, served over HTTP by `app.py`.
 """
 
 from __future__ import annotations

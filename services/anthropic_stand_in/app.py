@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.decider.scripted_model import Persuasion, ScriptedModel
+from anthropic_stand_in.scripted_model import Persuasion, ScriptedModel
 
 model = ScriptedModel()
 
