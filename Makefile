@@ -17,6 +17,8 @@
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same at smaller sizes (about ten minutes on a quiet machine); both write bench/results/ and end with
 #                     `bench: cpu_per_replenishment_ms=X vs_temporal=Ax ... throughput_per_s=Z floor_per_s=F`
+#   make bench-model-calls  only model calls per replenishment, Claude decider over the stand-in API (seconds);
+#                     writes bench/results/partial/model_calls.json (the full runs put it in results.json)
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
 #   make lambda-test  the Lambda tests, with deployment zips for both x86_64 and arm64
 
@@ -38,7 +40,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test soak injection evals up down restart-service status console screenshots lint clean \
-	bench bench-quick bench-setup \
+	bench bench-quick bench-setup bench-model-calls \
 	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
@@ -151,6 +153,10 @@ bench: bench-setup
 
 bench-quick: bench-setup
 	$(BIN)/python -m bench --quick
+
+# No peers: the bench's own packages and Restate are enough.
+bench-model-calls: $(BENCH_INSTALLED) restate
+	$(BIN)/python -m bench --model-calls
 
 # Stop a running stack first: deleting .stack under live processes would orphan them.
 clean:

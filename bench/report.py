@@ -505,6 +505,7 @@ def table(results: JSON) -> str:
             cells.append(f"{fmt(theirs, unit)} ({ratio(theirs, ours)})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += timeout_table(results)
+    lines += model_calls_lines(results)
     lines += profile_table(results)
     lines += ["", "| target (ours) | measured | met |", "|---|---|---|"]
     for t in targets(results):
@@ -566,6 +567,16 @@ def timeout_table(results: JSON) -> list[str]:
         "|---|---|---|",
         *rows,
     ]
+
+
+def model_calls_lines(results: JSON) -> list[str]:
+    """Ours only, with the Claude decider over the stand-in API: counted by the stand-in and by the ledgers."""
+    figures = results.get("model_calls")
+    if not figures:
+        return []
+    from bench.model_calls import lines
+
+    return ["", "Ours, " + "; ".join(lines(figures)) + "."]
 
 
 def _growth(data: JSON, roles: tuple[str, ...]) -> float | None:
@@ -631,6 +642,8 @@ def report(results: JSON, out: Path, say: Say, readme: bool = True) -> None:
     say("targets (ours):")
     for t in results["targets"]:
         say(f"  {verdict(t['met'])}: {t['target']}: {t['value']}")
+    for line in model_calls_lines(results)[1:]:
+        say(line)
     say("ours against each peer (peer's figure as a multiple of ours):")
     for line in ratio_lines(results):
         print(line, flush=True)

@@ -23,6 +23,7 @@ from typing import Any
 import aiohttp
 import psutil
 
+from bench.model_calls import run_model_calls
 from bench.plan import PLANS, Plan
 from bench.retry import once_more
 from bench.scenarios import BenchError, Driver, poll
@@ -228,6 +229,28 @@ def versions() -> dict[str, str]:
     return found
 
 
+def model_calls_only(keep: bool) -> int:
+    """`--model-calls`: that one measurement, into bench/results/partial/model_calls.json."""
+    out = RESULTS / "partial"
+    out.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="replenisher-bench-"))
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    try:
+        figures = run_model_calls(workdir, say)
+    except Exception as e:
+        traceback.print_exc()
+        say(f"model calls: FAILED: {e} (data and logs kept in {workdir})")
+        return 1
+    if keep:
+        say(f"data and logs kept in {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    meta = {"started_at": started, "hardware": hardware(), "command": "python -m bench --model-calls"}
+    (out / "model_calls.json").write_text(json.dumps({"meta": meta, "model_calls": figures}, indent=2))
+    say(f"written to {out / 'model_calls.json'}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes: under five minutes")
@@ -235,7 +258,14 @@ def main() -> int:
     parser.add_argument("--systems", nargs="*", default=SYSTEM_NAMES, choices=SYSTEM_NAMES)
     parser.add_argument("--profile", action="store_true", help="py-spy our service during a throughput run")
     parser.add_argument("--keep", action="store_true", help="keep the systems' data and logs")
+    parser.add_argument(
+        "--model-calls",
+        action="store_true",
+        help="only count model calls per replenishment (Claude decider over the stand-in API); README untouched",
+    )
     options = parser.parse_args()
+    if options.model_calls:
+        return model_calls_only(options.keep)
     plan = PLANS["smoke" if options.smoke else "quick" if options.quick else "full"]
     # Only a run of every system speaks for the comparison: a subset goes aside and leaves the README alone.
     complete = set(options.systems) == set(SYSTEM_NAMES)
@@ -273,6 +303,14 @@ def main() -> int:
             options.keep = True
         finally:
             system.stop()
+    if complete:
+        try:
+            results["model_calls"] = run_model_calls(workdir, say)
+        except Exception as e:
+            traceback.print_exc()
+            results["failed"]["model-calls"] = f"{type(e).__name__}: {e}"
+            say(f"model calls: FAILED: {e} (logs in {workdir / 'restate-claude'})")
+            options.keep = True
     if options.profile and "restate" in options.systems:
         from bench.profile import profile_ours
 

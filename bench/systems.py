@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from anthropic_stand_in import STAND_IN_APP
+from anthropic_stand_in.scripted_model import MODEL_ID
 from bench.peers.shape import DAY_SECONDS, WAITS
 from replenisher.stack.admin import register_deployment
 from replenisher.stack.install import ensure_restate
@@ -165,6 +167,7 @@ class Ours(System):
             "REPLENISHER_DAY_SECONDS": f"{DAY_SECONDS:g}",
             "REPLENISHER_APPROVAL_WAIT_DAYS": f"{WAITS.approval:g}",
             "REPLENISHER_REPLY_WAIT_DAYS": f"{WAITS.supplier_reply:g}",
+            **self.decider_env(),
         }
         self.service = AsgiApp(
             "bench.peers.restate_app:app",
@@ -177,6 +180,10 @@ class Ours(System):
         self.service.start()
         self.service.wait_ready()
         register_deployment(self.engine.admin_url, self.service.url)
+
+    def decider_env(self) -> dict[str, str]:
+        """The service's decider settings: none here, so the offline decider every peer matches."""
+        return {}
 
     @property
     def restate(self) -> RestateServer:
@@ -194,6 +201,53 @@ class Ours(System):
 
     def data_dir(self) -> Path:
         return self.workdir / "data"
+
+
+class OursClaude(Ours):
+    """Ours with the Claude decider, its real `anthropic` client pointed at the Messages API stand-in.
+
+    Not a peer to compare: it counts the model calls a replenishment makes. The stand-in is
+    served beside the stack and keeps every request it received (`/admin/requests`).
+    """
+
+    name = "restate-claude"
+    label = "ours (Restate), Claude decider over the stand-in Messages API"
+
+    def __init__(self, workdir: Path) -> None:
+        super().__init__(workdir)
+        self.api: HypercornApp | None = None
+
+    def start(self) -> None:
+        self.api = HypercornApp(
+            STAND_IN_APP, free_port(), {}, name="stand-in-api", log_path=self.workdir / "stand-in-api.log"
+        )
+        self.api.start()
+        self.api.wait_ready()
+        super().start()
+
+    def decider_env(self) -> dict[str, str]:
+        assert self.api is not None
+        return {
+            "REPLENISHER_DECIDER": "claude",
+            "REPLENISHER_CLAUDE_MODEL": MODEL_ID,
+            "ANTHROPIC_API_KEY": "sk-ant-bench",
+            "REPLENISHER_ANTHROPIC_BASE_URL": self.api.url,
+            # A failed call is a journaled step's failure, retried by Restate, never a silent second call.
+            "REPLENISHER_CLAUDE_MAX_RETRIES": "0",
+        }
+
+    @property
+    def api_url(self) -> str:
+        assert self.api is not None
+        return self.api.url
+
+    def stop(self) -> None:
+        super().stop()
+        if self.api is not None:
+            self.api.stop(timeout=5)
+
+    def logs(self) -> list[Path]:
+        return [*super().logs(), *([self.api.log_path] if self.api else [])]
 
 
 class Peer(System):

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import pytest
+from bench.model_calls import RunCount, lines, per_replenishment
 from bench.plan import FULL, QUICK
 from bench.report import README, readme_table, summary_line, table
 from bench.retry import TransientError, once_more
@@ -122,3 +123,82 @@ def test_the_readme_table_is_the_one_the_committed_results_make() -> None:
     results = json.loads(RESULTS.read_text())
     assert readme_table() == table(results), f"{README}: run `python -m bench.report --table`"
     assert summary_line(results) in readme_table()
+
+
+# --- model calls: the stand-in's request log against the runs' ledgers ---------------------
+
+
+def decision(sku: str) -> dict[str, Any]:
+    return {"tools": [{"name": "get_quotes"}, {"name": "done"}], "messages": [{"role": "user", "content": sku}]}
+
+
+def reading(sku: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": f"the supplier's reply about {sku}"}]}
+
+
+def ledger(calls: int, only_allowed: int, **overruled: int) -> dict[str, Any]:
+    return {"calls": calls, "only_allowed": only_allowed, "refused": 0, "fallbacks": 0, "budget_stops": 0, **overruled}
+
+
+def two_runs() -> list[RunCount]:
+    # 7 turns: 2 taken without a call, 5 decisions, plus one reading of the supplier's reply.
+    a = RunCount("MC-000", 7, ledger(6, 2), [decision("MC-000")] * 5 + [reading("MC-000")])
+    # 6 turns: 1 without a call, 5 decisions, no reply to read.
+    b = RunCount("MC-001", 6, ledger(5, 1), [decision("MC-001")] * 5)
+    return [a, b]
+
+
+def test_model_calls_per_replenishment_from_the_stand_in_and_the_ledgers_agree() -> None:
+    figures = per_replenishment(two_runs(), total_requests=11)
+    assert figures["agree"] and figures["disagreements"] == []
+    assert figures["replenishments"] == 2 and figures["turns_per_replenishment"] == 6.5
+    assert figures["stand_in_api"] == {
+        "model_calls_per_replenishment": 5.5,
+        "decisions_per_replenishment": 5.0,
+        "readings_per_replenishment": 0.5,
+        "turns_without_a_call_per_replenishment": 1.5,
+    }
+    assert figures["ledgers"] == {"model_calls_per_replenishment": 5.5, "only_allowed_per_replenishment": 1.5}
+    assert "the two counts agree" in " ".join(lines(figures))
+
+
+def test_a_call_the_ledger_missed_is_a_disagreement() -> None:
+    a, b = two_runs()
+    missed = RunCount(a.sku, a.turns, ledger(5, 2), a.requests)  # the stand-in answered 6 calls
+    figures = per_replenishment([missed, b], total_requests=11)
+    assert not figures["agree"]
+    assert figures["disagreements"] == ["MC-000: ledger 5 calls, stand-in received 6"]
+    assert "DISAGREE" in lines(figures)[-1]
+
+
+def test_a_turn_skipped_without_being_recorded_is_a_disagreement() -> None:
+    a, b = two_runs()
+    # Same calls, but the ledger claims only 1 turn went without a call where 7 turns had 5 decisions.
+    unrecorded = RunCount(a.sku, a.turns, ledger(6, 1), a.requests)
+    figures = per_replenishment([unrecorded, b], total_requests=11)
+    assert not figures["agree"] and "7 turns and 5 decision calls" in figures["disagreements"][0]
+
+
+def test_a_request_no_run_accounts_for_is_a_disagreement() -> None:
+    figures = per_replenishment(two_runs(), total_requests=12)
+    assert figures["disagreements"] == ["the stand-in received 12 requests, the runs account for 11"]
+    # The stand-in's figure is what it received, not what the runs claim.
+    assert figures["stand_in_api"]["model_calls_per_replenishment"] == 6.0
+
+
+def test_overruled_turns_do_not_pair_calls_with_turns_and_say_so() -> None:
+    a, b = two_runs()
+    refused = RunCount(a.sku, a.turns, ledger(6, 2, refused=1), a.requests)
+    assert per_replenishment([refused, b], total_requests=11)["disagreements"] == [
+        "MC-000: turns were overruled ({'refused': 1}): calls do not pair with turns"
+    ]
+
+
+def test_the_readme_section_appears_only_with_model_calls_in_the_results() -> None:
+    results = json.loads(RESULTS.read_text())
+    assert "model_calls" not in results or "Ours, model calls" in table(results)
+    with_calls = {**results, "model_calls": {"label": "x", **per_replenishment(two_runs(), 11)}}
+    text = table(with_calls)
+    assert "Ours, model calls per replenishment (Claude decider, stand-in API, 2 replenishments): " in text
+    assert "stand-in's request log 5.5 (5 decisions, 0.5 reply readings), runs' ledgers 5.5" in text
+    assert summary_line(with_calls) == summary_line(results)  # the closing line does not change
