@@ -132,6 +132,23 @@ def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedO
     )
 
 
+async def fixed_request(
+    ctx: ObjectContext, record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedOrder | None = None
+) -> RunRequest:
+    """The run's request, as a journaled step.
+
+    It carries this process's settings (waits, calendar, clock origin, decider terms). Restate
+    compares a replayed send with the journal's, so a SKU handler replayed on a service
+    restarted with other settings would otherwise be refused as non-deterministic, and paused:
+    the SKU wedged, its messages queued behind it. Journaled, the replay sends what was sent.
+    """
+
+    async def build() -> RunRequest:
+        return run_request(record, stock, at, adopt)
+
+    return await ctx.run_typed("run request", build, restate.RunOptions(type_hint=RunRequest))
+
+
 class OrderLookup(BaseModel):
     ack: OrderAck | None
 
@@ -174,7 +191,7 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
         return None
     run, routed = record.follow_up(now)
     adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id, progress=unresolved.progress)
-    ctx.workflow_send(replenish_run, run.run_id, run_request(record, stock, now, adopt))
+    ctx.workflow_send(replenish_run, run.run_id, await fixed_request(ctx, record, stock, now, adopt))
     for message in routed:
         forwarded = Message(
             event=message.event, seq=message.seq, payload=message.payload, sender=message.sender, arrived_at=message.at
@@ -191,7 +208,7 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
     started = record.consider(stock, now)
     if started is not None:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
-        ctx.workflow_send(replenish_run, started.run_id, run_request(record, stock, now))
+        ctx.workflow_send(replenish_run, started.run_id, await fixed_request(ctx, record, stock, now))
     started = started or (record.active if following_up else None)
     return CheckResult(
         sku=record.sku,
@@ -260,6 +277,9 @@ async def tick(ctx: ObjectContext, request: Tick) -> None:
         # The ERP being away must not stop the watch: note it and try at the next tick.
         ctx.set("last_check_error", e.message)
     await schedule_tick(ctx, record)
+    # For the tests: this attempt's sends (the run it started, the next tick) are in Restate's
+    # journal, and the tick is not done.
+    crash_point(ctx.key(), "next check", "after")
     ctx.set(RECORD, record)
 
 
