@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,11 @@ def start_own_stack(
         process.wait_ready()
 
     day = f"{day_seconds:g}"
+    # One origin for the compressed clock of the world and the service, as `make up` and the
+    # test fixtures give them: without it each process (and each restart of it) dates from its
+    # own start, and the two disagree on what day it is.
+    origin = repr(time.time())
+    clock = {"CLOCK_WALL_ORIGIN": origin, "CLOCK_CALENDAR_ORIGIN": origin}
     restate = BinaryRuntime(
         RestatePorts.free(),
         base / "restate-data",
@@ -51,9 +57,11 @@ def start_own_stack(
     try:
         up(restate)
         world_env = {"WORLD_INGRESS_URL": restate.ingress_url, "WORLD_DAY_SECONDS": day}
+        world_env |= {f"WORLD_{k}": v for k, v in clock.items()}
         world = HypercornApp(WORLD_APP, free_port(), world_env, name="world", log_path=base / "world.log")
         up(world)
         env = {"REPLENISHER_WORLD_URL": world.url, "REPLENISHER_DAY_SECONDS": day, **service_env}
+        env |= {f"REPLENISHER_{k}": v for k, v in clock.items()}
         service = AsgiApp(
             SERVICE_APP, free_port(), env, name="replenisher", log_path=base / "service.log", server=service_server()
         )
