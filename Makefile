@@ -124,11 +124,12 @@ restart-service: $(INSTALLED)
 console: $(INSTALLED)
 	$(BIN)/replenisher console
 
-# The README's pictures of the console and the CLI (docs/screenshots/), from a small world on
-# the test fixtures' stack (free ports, not the shared one), in Debian's Chromium.
+# The README's pictures of the console, the CLI and a replay (docs/screenshots/), from a small world
+# on the test fixtures' stack (free ports, not the shared one), in Debian's Chromium.
 screenshots: setup test-deps
 	REPLENISHER_SCREENSHOT_DIR=docs/screenshots $(BIN)/pytest -q tests/operator/test_console_screenshots.py \
-		tests/operator/test_console_browser.py -k 'readme_screenshots or service_killed'
+		tests/operator/test_console_browser.py tests/operator/test_replay_page.py \
+		-k 'readme_screenshots or service_killed or replay_page'
 
 status: $(INSTALLED)
 	$(BIN)/python -m replenisher.stack status $(STACK_ARGS)

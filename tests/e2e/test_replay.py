@@ -85,11 +85,16 @@ async def test_a_real_run_is_archived_and_its_replay_calls_nothing_in_the_world(
     assert len(after_run) > len(before_run)
     assert {"quote", "place_order"} <= {c["op"] for c in after_run}
 
-    code, out, err = await replay_cli(run_id, "--admin-url", admin.url, "--json")
+    page = log_dir / f"{run_id}-replay.html"
+    code, out, err = await replay_cli(run_id, "--admin-url", admin.url, "--json", "--html", str(page))
     assert code == 0, err
     summary = json.loads(out)["summary"]
     assert (summary["runs"], summary["turns"], summary["diverged"]) == (1, len(HAPPY_PATH), 0)
     assert await world_calls(scenario) == after_run
+    # The page draws this run's turns from its archive, every one agreed, none marked as parting.
+    html = page.read_text()
+    assert f"data-run='{run_id}'" in html and "data-parts-at=''" in html and "data-parts-here" not in html
+    assert html.count("(same)") == len(HAPPY_PATH) and "offline agrees with the record on all" in html
 
     # Every archived run Restate keeps, as the README has it; this run among them.
     code, out, err = await replay_cli("--all", "--since", "7d", "--admin-url", admin.url, "--json")

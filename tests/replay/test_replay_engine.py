@@ -101,4 +101,47 @@ async def test_the_side_by_side_timeline_marks_the_turn_where_the_replay_parts()
     assert len(marked) == 1 and marked[0].split()[0] == "2"
     assert "request_approval" in marked[0] and "done" in marked[0]
     assert rows[0].split()[2:4] == ["get_quotes", "get_quotes"]
-    assert rows[-1].split()[1:] == ["done", "-"]  # not replayed: the replay stopped where it parted
+    # Not replayed (the replay stopped where it parted), but drawn at the time the run took it.
+    assert rows[-1].split()[1][0] == "d" and rows[-1].split()[2:] == ["done", "-"]
+
+
+async def test_the_html_timeline_draws_the_run_in_time_beside_its_replay_and_marks_where_they_part() -> None:
+    from replenisher.timeline import replayed
+
+    sink, _ = await recorded_run(acme=SupplierSpec(price=4.0))
+    archive = sink.archive
+    assert archive is not None
+    report = await replay(archive, PartsAt(2, "done"))
+    view = replayed.build(archive, report)
+    assert [r.turn for r in view.rows] == [e.turn for e in archive.decisions]
+    starts = [r.start for r in view.rows]
+    assert all(s is not None for s in starts) and starts == sorted(starts)  # type: ignore[type-var]
+    assert view.rows[-1].end == archive.ended_at
+    waits = [r for r in view.rows if r.recorded.tool.startswith("wait_for")]
+    assert waits and all(r.kind == "wait" and r.ended_by == "message" for r in waits)
+    assert [r.agree for r in view.rows[:3]] == [True, True, False]
+    assert all(r.replayed is None for r in view.rows[3:])
+
+    page = replayed.render_html([view])
+    assert f"data-parts-at='{view.parts_at}'" in page and view.parts_at == 2
+    assert page.count("data-parts-here") == 1 and "the replay parts here (turn 2)" in page
+    parted = page.split("<tr data-turn='2' class=parts>", 1)[1].split("</tr>", 1)[0]
+    assert "request_approval" in parted and "done (differs)" in parted and "parts on purpose" in parted
+    assert page.count("not replayed: the replay stopped before this turn") == len(view.rows) - 3
+
+
+async def test_the_html_timeline_escapes_what_the_deciders_wrote() -> None:
+    from replenisher.timeline import replayed
+
+    sink, _ = await recorded_run(acme=SupplierSpec(price=4.0))
+    archive = sink.archive
+    assert archive is not None
+    hostile = PartsAt(1, "done")
+
+    async def decide(goal: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal] = ()) -> Decision:
+        decision = await PartsAt.decide(hostile, goal, state, allowed, refusals)
+        return decision.model_copy(update={"reason": "<script>alert(1)</script>"})
+
+    hostile.decide = decide  # type: ignore[method-assign]
+    page = replayed.render_html([replayed.build(archive, await replay(archive, hostile))])
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page

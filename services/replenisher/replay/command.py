@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from replenisher.domain.archive import RunArchive
 from replenisher.domain.decisions import Decider
 from replenisher.replay.core import ArchiveUnreadable, ReplayReport, read_archive, replay
+from replenisher.timeline import replayed
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,200}$")
 SINCE = re.compile(r"^(\d+(?:\.\d+)?)([dhm])$")
@@ -172,21 +173,7 @@ def report_lines(report: ReplayReport) -> list[str]:
 
 def side_by_side(archive: RunArchive, report: ReplayReport) -> list[str]:
     """The recorded run and its replay as two columns of turns, the turn where they part marked."""
-    day = float(archive.request.get("day_seconds") or 86_400.0)
-    start = archive.started_at or 0.0
-    replayed = {pair.turn: pair for pair in report.pairs}
-    who = report.decider + (f" {report.model}" if report.model else "")
-    width = max([len("recorded"), *(len(e.decision.tool) for e in archive.decisions if e.decision)]) + 2
-    lines = [f"{'turn':>4}  {'at':>6}  {'recorded':<{width}}replayed ({who})"]
-    first = report.first_divergence.turn if report.first_divergence else None
-    for entry in archive.decisions:
-        assert entry.decision is not None and entry.turn is not None
-        pair = replayed.get(entry.turn)
-        at = f"d{((pair.at if pair and pair.at else start) - start) / day:.1f}" if pair else ""
-        mine = pair.replayed if pair else "-"
-        mark = "  <- parts here" if entry.turn == first else ("  (differs)" if pair and not pair.agree else "")
-        lines.append(f"{entry.turn:>4}  {at:>6}  {entry.decision.tool:<{width}}{mine}{mark}")
-    return lines
+    return replayed.render_text(replayed.build(archive, report))
 
 
 async def replay_all(archives: list[RunArchive], decider: Decider, keep_going: bool) -> list[ReplayReport]:
@@ -207,6 +194,11 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
     if args.side_by_side and not args.json:
         for archive, report in zip(archives, reports, strict=True):
             print("\n".join([f"{archive.run_id}: the recorded run beside its replay", *side_by_side(archive, report)]))
+    if args.html:
+        views = [replayed.build(archive, report) for archive, report in zip(archives, reports, strict=True)]
+        Path(args.html).write_text(replayed.render_html(views))
+        if not args.json:
+            print(f"the recorded run{'s' if len(views) > 1 else ''} beside the replay written to {args.html}")
     summary = Summary.of(reports)
     if args.json:
         out = {"summary": summary.model_dump(), "runs": [r.model_dump(mode="json") for r in reports]}
@@ -234,6 +226,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--side-by-side",
         action="store_true",
         help="draw each run's turns beside the replay's, marking the turn where they part",
+    )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write the recorded runs beside their replays as a self-contained HTML/SVG page to FILE",
     )
     p.add_argument(
         "--continue",

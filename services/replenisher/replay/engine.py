@@ -62,6 +62,8 @@ class TurnPair(BaseModel):
     recorded: str
     replayed: str
     agree: bool
+    replayed_why: str = ""
+    replayed_by: str = Field(default="", description="the decider, or the rules when it could not answer")
 
 
 Stop = Literal["end of record", "diverged", "record no longer applies"]
@@ -161,7 +163,16 @@ class ReplayEngine:
         if decision.decider != self.decider.name:
             self.report.rules_took += 1
         agree = same_choice(recorded.decision, decision)
-        pair = TurnPair(turn=turn, at=state.now, recorded=recorded.decision.tool, replayed=decision.tool, agree=agree)
+        by = decision.decider + (f" {decision.model}" if decision.model else "")
+        pair = TurnPair(
+            turn=turn,
+            at=state.now,
+            recorded=recorded.decision.tool,
+            replayed=decision.tool,
+            agree=agree,
+            replayed_why=decision.reason,
+            replayed_by=by,
+        )
         self.report.pairs.append(pair)
         if agree:
             self.report.agree += 1
