@@ -269,3 +269,64 @@ def test_the_skus_reconciliation_backoff_counts_business_days_on_the_calendar() 
         "Mon 2026-12-07 15:00",
         "Tue 2026-12-08 15:00",
     ]
+
+
+def _add_day_by_day(calendar: BusinessCalendar, start: float, days: float) -> float:
+    """The plain definition: working time summed one calendar day at a time."""
+    needed, cursor = days * calendar.day_length, start
+    day = datetime.fromtimestamp(start, calendar.zone).date()
+    while True:
+        if calendar.is_working_day(day):
+            opens, closes = calendar._window(day)
+            cursor = max(cursor, opens)
+            if cursor < closes:
+                if needed <= closes - cursor:
+                    return cursor + needed
+                needed -= closes - cursor
+        day = date.fromordinal(day.toordinal() + 1)
+
+
+def _between_day_by_day(calendar: BusinessCalendar, start: float, end: float) -> float:
+    worked, day = 0.0, datetime.fromtimestamp(start, calendar.zone).date()
+    while day <= datetime.fromtimestamp(end, calendar.zone).date():
+        if calendar.is_working_day(day):
+            opens, closes = calendar._window(day)
+            worked += max(0.0, min(closes, end) - max(opens, start))
+        day = date.fromordinal(day.toordinal() + 1)
+    return worked / calendar.day_length
+
+
+WEEKDAYS_ALL = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def test_skipping_whole_weeks_gives_what_counting_every_day_gives() -> None:
+    import random
+
+    rng = random.Random(16)
+    calendars = [
+        BusinessCalendar(),
+        BusinessCalendar.every_day(),
+        BusinessCalendar(timezone="Europe/Berlin", opens="08:00", closes="17:00"),
+        BusinessCalendar(timezone="America/New_York", working_days=("Mon", "Wed", "Thu"), opens="00:00"),
+        # Clocks change on a Sunday: a site that works Sundays, all day, has days of 23 and 25 hours.
+        BusinessCalendar(timezone="Europe/Berlin", working_days=WEEKDAYS_ALL),
+        BusinessCalendar(
+            timezone="Europe/Berlin",
+            holidays=tuple(
+                date(2026, 12, 1).fromordinal(date(2026, 12, 1).toordinal() + rng.randrange(900)) for _ in range(40)
+            ),
+        ),
+    ]
+    skipped = 0
+    for calendar in calendars:
+        for _ in range(150):
+            start = FRIDAY_3PM + rng.uniform(-400, 400) * DAY
+            days = rng.choice([0.3, 1, 2.5, 7, 11.75, 40, 200, 1000]) * rng.uniform(0.5, 1.5)
+            end = calendar.add(start, days)
+            assert abs(end - _add_day_by_day(calendar, start, days)) < 1e-3, (calendar, start, days)
+            later = start + rng.uniform(0, 900) * DAY
+            assert (
+                abs(calendar.business_days_between(start, later) - _between_day_by_day(calendar, start, later)) < 1e-6
+            )
+            skipped += days > 14
+    assert skipped > 100  # the long waits, the ones a week at a time serves, were among them

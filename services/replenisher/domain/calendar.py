@@ -18,7 +18,9 @@ Everything here is pure: times in, times out, no clock read.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -34,6 +36,7 @@ _MAX_DAYS_SCANNED = 366 * 30
 _HOURS = re.compile(r"^(\d{2}):(\d{2})$")
 
 
+@lru_cache(maxsize=256)
 def _minutes(text: str) -> int:
     match = _HOURS.fullmatch(text.strip())
     if not match:
@@ -109,14 +112,38 @@ class BusinessCalendar(BaseModel):
 
         return at(_minutes(self.opens)), at(_minutes(self.closes))
 
+    def _plain_week(self, day: date) -> bool:
+        """Whether the seven days from `day` hold no holiday and no change of UTC offset: their
+        working time is then exactly `len(working_days)` business days, and can be skipped at once."""
+        end = day + timedelta(days=7)
+        i = bisect_left(self.holidays, day)
+        if i < len(self.holidays) and self.holidays[i] < end:
+            return False
+        if self.timezone == "UTC":
+            return True
+        zone = self.zone
+        return datetime.combine(day, time(0), zone).utcoffset() == datetime.combine(end, time(0), zone).utcoffset()
+
     def add(self, start: float, days: float) -> float:
-        """The instant `days` business days of working time after `start` (epoch seconds)."""
+        """The instant `days` business days of working time after `start` (epoch seconds).
+
+        Day by day, but whole plain weeks at a time once past the first day: a wait of years
+        costs a few hundred steps, not one per calendar day."""
         if days <= 0:
             return start
         needed = days * self.day_length
+        week = len(self.working_days) * self.day_length
         cursor = start
         day = datetime.fromtimestamp(start, self.zone).date()
-        for _ in range(_MAX_DAYS_SCANNED):
+        scanned = 0
+        while scanned < _MAX_DAYS_SCANNED:
+            # Past the first day the cursor is before the day's start, so a plain week ahead
+            # holds exactly `week` of working time; strictly more needed: the end lies beyond it.
+            if scanned and needed > week and self._plain_week(day):
+                needed -= week
+                day += timedelta(days=7)
+                scanned += 7
+                continue
             if self.is_working_day(day):
                 opens, closes = self._window(day)
                 cursor = max(cursor, opens)
@@ -126,6 +153,7 @@ class BusinessCalendar(BaseModel):
                         return cursor + needed
                     needed -= available
             day += timedelta(days=1)
+            scanned += 1
         raise ValueError(f"no {days:g} business days within {_MAX_DAYS_SCANNED} days on this calendar")
 
     def business_days_between(self, start: float, end: float) -> float:
@@ -133,9 +161,17 @@ class BusinessCalendar(BaseModel):
         if end < start:
             return -self.business_days_between(end, start)
         worked = 0.0
+        week = len(self.working_days) * self.day_length
         day = datetime.fromtimestamp(start, self.zone).date()
         last = datetime.fromtimestamp(end, self.zone).date()
+        first = True
         while day <= last:
+            # A plain week wholly after the start's day and before the end's: all of it counts.
+            if not first and day + timedelta(days=7) <= last and self._plain_week(day):
+                worked += week
+                day += timedelta(days=7)
+                continue
+            first = False
             if self.is_working_day(day):
                 opens, closes = self._window(day)
                 worked += max(0.0, min(closes, end) - max(opens, start))
