@@ -29,6 +29,7 @@ from replenisher.domain.security import SecurityNotes
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 from replenisher.domain.turns import DeciderUnavailable
+from replenisher.durable.clock import journaled_time
 from replenisher.durable.probes import crash_point, record_decision
 from replenisher.durable.spool import CallSpool
 from replenisher.durable.steps import retry_options, step
@@ -74,6 +75,8 @@ class RestateEngine:
         self._written: bytes | None = None
         self._shown: CurrentWait | None = None
         self._pending: dict[str, RestateDurableFuture[bytes]] = {}
+        # The last clock reading, while nothing durable has happened since (see `now`).
+        self._time: float | None = None
 
     @property
     def world(self) -> World:
@@ -82,8 +85,13 @@ class RestateEngine:
         return wiring().world_for(self.terms) if self.terms is not None else wiring().world
 
     async def now(self) -> float:
-        with _stops():
-            return await self.ctx.time()
+        """The run's clock. Asked again before anything durable happened (only the loop's own
+        pure work in between) it answers the same reading: a journal entry fewer each time, and
+        just as deterministic, since a replay takes the same path through the same entries."""
+        if self._time is None:
+            with _stops():
+                self._time = await journaled_time(self.ctx)
+        return self._time
 
     async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
         """One ask as a journaled step, retried with backoff; a replay returns the journaled answer.
@@ -91,6 +99,7 @@ class RestateEngine:
         A model call is written down on the spool before and after it (see `spool`), so an
         answer a crash kept out of the journal is charged when the step runs again.
         """
+        self._time = None
         scope, turn, decider = self.run_id, names.decision_turn(name), self.decider
         invocation = self.ctx.request().id
         spool = CallSpool(wiring().settings.model_spool_dir) if decider.name != "offline" else None
@@ -131,18 +140,21 @@ class RestateEngine:
         pass  # the journal holds every ask; the rules' pick follows from it on replay
 
     async def step(self, name: str, effect: Effect[T]) -> T:
+        self._time = None
         try:
             return await step(self.ctx, name, effect.result, effect.run, self.world)
         except TerminalError as e:
             raise StepFailed(e.message) from e
 
     async def sleep(self, name: str, seconds: float) -> None:
+        self._time = None
         with _stops():
             await self.ctx.sleep(timedelta(seconds=seconds), name=name)
 
     async def receive(self, event: EventKind, seq: int, timeout: float | None) -> bytes | None:  # noqa: ASYNC109
         # Read as bytes, parsed by the loop: no value anyone resolved the promise with can
         # fail the run in the SDK's serde.
+        self._time = None
         key = names.message_promise(event, seq)
         promise = self.ctx.promise(key, serde=BytesSerde())
         with _stops():
@@ -168,6 +180,7 @@ class RestateEngine:
         """
         from replenisher.durable.sku_agent import RoutedQuery, arrival_of
 
+        self._time = None
         with _stops():
             arrival = await self.ctx.object_call(
                 arrival_of, self.sku, RoutedQuery(run_id=self.run_id, event=event, seq=seq)

@@ -32,6 +32,7 @@ from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.tools.vetting import ack_mismatches
 from replenisher.domain.waits import WaitOverrides
+from replenisher.durable.clock import journaled_time
 from replenisher.durable.probes import crash_point, hold_point
 from replenisher.durable.replenish import AdoptedOrder, Message, RunRequest
 from replenisher.durable.replenish import deliver as deliver_to_run
@@ -172,7 +173,7 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
         lookup = await step(ctx, f"reconcile {po.po_number}", OrderLookup, look_up)
     except TerminalError as e:
         if MALFORMED in e.message:
-            record.security.add(unresolved.run_id, [f"reconcile: {e.message}"], await ctx.time())
+            record.security.add(unresolved.run_id, [f"reconcile: {e.message}"], await journaled_time(ctx))
         return None
     if lookup.ack is None:
         record.settle_unresolved("gave_up", f"reconciled: {po.supplier} holds no order for {po.po_number}")
@@ -180,7 +181,7 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     # Kill points for the crash matrix: the lookup is journaled, the follow-up not yet sent / just sent.
     crash_point(ctx.key(), "adopt", "before")
     await hold_point(ctx.key(), "adopt", "before")
-    now = await ctx.time()
+    now = await journaled_time(ctx)
     wrong = ack_mismatches(po, lookup.ack)
     if wrong:
         # Not the order we placed, or not what the supplier should say about it: nothing is
@@ -204,7 +205,7 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
 async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
     stock = await read_stock(ctx)
     following_up = await reconcile(ctx, record, stock)
-    now = await ctx.time()
+    now = await journaled_time(ctx)
     started = record.consider(stock, now)
     if started is not None:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
@@ -285,7 +286,7 @@ async def tick(ctx: ObjectContext, request: Tick) -> None:
 
 async def schedule_tick(ctx: ObjectContext, record: SkuRecord, first: bool = False) -> None:
     # The next check after `interval_days` business days: no checks over weekends and holidays.
-    delay = None if first else settings().after(await ctx.time(), record.watch.interval_days)
+    delay = None if first else settings().after(await journaled_time(ctx), record.watch.interval_days)
     handle = ctx.object_send(tick, ctx.key(), Tick(generation=record.watch.generation), send_delay=delay)
     record.watch.pending_tick = await handle.invocation_id()
 
@@ -305,7 +306,7 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
     if isinstance(document, GoodsReceipt) and document.sku != ctx.key():
         raise bad_request(f"goods receipt for {document.sku!r} sent to {ctx.key()!r}")
     record = await load_or_create(ctx)
-    now = await ctx.time()
+    now = await journaled_time(ctx)
     sender = delivery.sender or OPERATOR
     if isinstance(document, GoodsReceipt):
         document = await booked_receipt(ctx, record, document, sender, now)
@@ -382,7 +383,7 @@ async def finish(ctx: ObjectContext, result: ReplenishmentResult) -> None:
 async def schedule_reconcile(ctx: ObjectContext, record: SkuRecord) -> None:
     """The SKU's own durable timer for an order that may exist: watched or not, it is looked up."""
     s = settings()
-    delay = record.next_reconcile(await ctx.time(), s.waits.status_recheck, s.day_seconds, s.clock)
+    delay = record.next_reconcile(await journaled_time(ctx), s.waits.status_recheck, s.day_seconds, s.clock)
     if delay is not None and record.reconciling is not None:
         tick = ReconcileTick(run_id=record.reconciling.run_id)
         ctx.object_send(reconcile_due, ctx.key(), tick, send_delay=timedelta(seconds=delay))
@@ -409,7 +410,7 @@ async def note_security(ctx: ObjectContext, notes: SecurityNotes) -> None:
     """A run's security events, kept on the SKU's record as they happen."""
     record = await load(ctx)
     if record is not None:
-        record.security.add(notes.run_id, notes.events, await ctx.time())
+        record.security.add(notes.run_id, notes.events, await journaled_time(ctx))
         ctx.set(RECORD, record)
 
 
