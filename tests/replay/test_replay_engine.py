@@ -145,3 +145,15 @@ async def test_the_html_timeline_escapes_what_the_deciders_wrote() -> None:
     hostile.decide = decide  # type: ignore[method-assign]
     page = replayed.render_html([replayed.build(archive, await replay(archive, hostile))])
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+async def test_a_run_archives_a_chunk_before_each_wait_and_one_at_the_end_not_one_per_turn() -> None:
+    sink, _ = await recorded_run(acme=SupplierSpec(price=4.0))
+    archive = sink.archive
+    assert archive is not None
+    waits = sum(1 for e in archive.entries if e.op == "receive")
+    assert len(archive.chunks) == waits + 1 < len(archive.decisions)
+    for chunk in archive.chunks[1:]:
+        # Each chunk after the first begins where the run came back from a wait.
+        assert chunk.entries[0].op == "receive", chunk.entries[0]
+    assert archive.chunks[-1].outcome == "received"

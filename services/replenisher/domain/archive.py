@@ -131,6 +131,7 @@ class Chunk(BaseModel):
     seq: int = Field(ge=0)
     entries: list[Entry] = Field(default_factory=list)
     outcome: str | None = Field(default=None, description="set on the last chunk")
+    header: RunArchive | None = Field(default=None, description="the run's header (id, request), on its first chunk")
 
 
 class RunArchive(BaseModel):
@@ -164,8 +165,17 @@ class RunArchive(BaseModel):
     def decisions(self) -> list[Entry]:
         return [e for e in self.entries if e.op == "decided"]
 
+    def with_header(self, header: RunArchive) -> RunArchive:
+        """This archive under the run's header, the chunks it already holds kept in their place."""
+        fresh = header.model_copy(update={"run_id": self.run_id, "chunks": [], "cut_at_chunk": None, "outcome": None})
+        for chunk in self.chunks:
+            fresh.add(chunk)
+        return fresh
+
     def add(self, chunk: Chunk) -> None:
         """Keep the chunk if the archive stays within its bound; otherwise mark where it was cut."""
+        if chunk.header is not None:
+            chunk = chunk.model_copy(update={"header": None})
         if any(c.seq == chunk.seq for c in self.chunks):
             return  # delivered twice
         if chunk.outcome is not None:
@@ -180,7 +190,7 @@ class RunArchive(BaseModel):
 
 
 class ArchiveWriter:
-    """Collects a run's entries and hands them on in chunks, one per turn and one at the end."""
+    """Collects a run's entries and hands them on in chunks: one before each wait, one at the end."""
 
     def __init__(self) -> None:
         self.pending: list[Entry] = []
@@ -194,3 +204,6 @@ class ArchiveWriter:
         self.pending = []
         self.sent += 1
         return chunk
+
+
+Chunk.model_rebuild()

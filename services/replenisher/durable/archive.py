@@ -2,8 +2,9 @@
 
 A workflow's journal and state go when Restate's retention lapses (a day after the run
 ends); an object's state stays until it is cleared, so the archive outlives the run. The
-run writes it with one-way sends (journaled, so each chunk exactly once), a chunk per turn:
-a run still going has its archive up to its last decision. Only the run writes it
+run writes it with one-way sends (journaled, so each chunk exactly once): a chunk before each
+wait or delay, the first one carrying the run's header, and one at the end. A run still going
+has its archive up to the wait it is in (or its last one). Only the run writes it
 (ingress-private); operators read it through the admin API's state table (`replenisher replay`).
 """
 
@@ -25,18 +26,17 @@ async def _load(ctx: ObjectContext) -> RunArchive:
     return archive or RunArchive(run_id=ctx.key())
 
 
+# Runs that started on code that sent the header on its own still call this.
 @validated(run_archive.handler, ingress_private=True)
 async def begin(ctx: ObjectContext, header: RunArchive) -> None:
-    archive = await _load(ctx)
-    fresh = header.model_copy(update={"run_id": ctx.key(), "chunks": [], "cut_at_chunk": None, "outcome": None})
-    for chunk in archive.chunks:  # chunks that overtook the header keep their place
-        fresh.add(chunk)
-    ctx.set(STATE_KEY, fresh)
+    ctx.set(STATE_KEY, (await _load(ctx)).with_header(header))
 
 
 @validated(run_archive.handler, ingress_private=True)
 async def add(ctx: ObjectContext, chunk: Chunk) -> None:
     archive = await _load(ctx)
+    if chunk.header is not None:
+        archive = archive.with_header(chunk.header)
     archive.add(chunk)
     ctx.set(STATE_KEY, archive)
 
@@ -47,13 +47,18 @@ async def get(ctx: ObjectSharedContext) -> RunArchive | None:
 
 
 class RestateArchiveSink:
-    """The run's archive sent to its `RunArchive` object, one-way: the run never waits on it."""
+    """The run's archive sent to its `RunArchive` object, one-way: the run never waits on it.
+    The header goes with the first chunk: one invocation fewer per run."""
 
     def __init__(self, ctx: WorkflowContext) -> None:
         self.ctx = ctx
+        self.header: RunArchive | None = None
 
     def begin(self, header: RunArchive) -> None:
-        self.ctx.object_send(begin, self.ctx.key(), header)
+        self.header = header
 
     def send(self, chunk: Chunk) -> None:
+        if self.header is not None:
+            chunk = chunk.model_copy(update={"header": self.header})
+            self.header = None
         self.ctx.object_send(add, self.ctx.key(), chunk)

@@ -2,10 +2,11 @@
 
 It wraps the engine the run really runs on (Restate's, or the in-memory one) and passes every
 call through unchanged, noting each answer the loop got (`replenisher.domain.archive.Entry`).
-It hands the notes to a sink in chunks: one when a turn's decision is taken (the previous
-turn's results and this turn's clock with it) and one when the run ends. On Restate the sink
-is a one-way send per chunk, journaled like every other entry, so a replayed invocation
-notes the same answers and its sends are not sent again.
+It hands the notes to a sink in chunks: one before each wait for a message and each delay
+(where a run may rest for days, its archive is then up to date) and one when the run ends.
+On Restate the sink is a one-way send per chunk, journaled like every other entry, so a
+replayed invocation notes the same answers and its sends are not sent again; a chunk per wait
+rather than per turn is a third of the invocations.
 """
 
 from __future__ import annotations
@@ -72,7 +73,10 @@ class Archiving:
     def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
         self.inner.decided(turn, state, allowed, decision)
         self.writer.add(Entry.decided(turn, [t.name for t in allowed], decision))
-        self.sink.send(self.writer.chunk())
+
+    def _flush(self) -> None:
+        if self.writer.pending:
+            self.sink.send(self.writer.chunk())
 
     async def step(self, name: str, effect: Effect[T]) -> T:
         try:
@@ -84,9 +88,12 @@ class Archiving:
         return result
 
     async def sleep(self, name: str, seconds: float) -> None:
+        self._flush()
         await self.inner.sleep(name, seconds)
 
     async def receive(self, event: EventKind, seq: int, timeout: float | None) -> bytes | None:  # noqa: ASYNC109
+        if timeout is None or timeout > 0:
+            self._flush()  # a wait: the run may rest here for days
         raw = await self.inner.receive(event, seq, timeout)
         self.writer.add(Entry.receive(names.message_promise(event, seq), raw))
         return raw
