@@ -28,6 +28,7 @@ GROUPS = [
     ),
     ("Restate SDK (restate, its VM)", ("restate/",)),
     ("hypercorn and HTTP/2 (h2, hpack, hyperframe)", ("hypercorn/", "h2/", "hpack/", "hyperframe/")),
+    ("granian (its Python side; its Rust HTTP/2 is not sampled)", ("granian/",)),
     ("pydantic", ("pydantic/", "pydantic_core/")),
     ("domain (rules, policy, tools)", ("replenisher/domain/",)),
     ("durable glue (replenisher.durable)", ("replenisher/durable/",)),
@@ -94,7 +95,16 @@ def profile_ours(workdir: Path, say: Callable[[str], None], concurrency: int = 5
     return summary
 
 
+def python_pid(pid: int) -> int:
+    """The process that runs the app: hypercorn's own, or granian's worker under its supervisor."""
+    import psutil
+
+    children = psutil.Process(pid).children(recursive=True)
+    return children[0].pid if children else pid
+
+
 async def _sampled(pid: int, raw: Path, rate: int = 200) -> asyncio.subprocess.Process:
+    pid = python_pid(pid)
     sampler = await asyncio.create_subprocess_exec(
         str(Path(sys.executable).parent / "py-spy"),
         "record",

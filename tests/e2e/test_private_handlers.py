@@ -29,6 +29,10 @@ PRIVATE = {
     ("SkuAgent", "note_security"),
     ("Replenish", "run"),
     ("Replenish", "deliver"),
+    ("RunArchive", "keep"),
+    ("RunArchive", "begin"),
+    ("RunArchive", "add"),
+    ("RunArchive", "get"),
 }
 
 
@@ -36,7 +40,7 @@ async def handlers(admin: Admin) -> dict[tuple[str, str], bool]:
     """Every handler Restate discovered, with whether the ingress may call it."""
     found: dict[tuple[str, str], bool] = {}
     async with httpx.AsyncClient(base_url=admin.url, timeout=30) as client:
-        for service in ("SkuAgent", "Replenish"):
+        for service in ("SkuAgent", "Replenish", "RunArchive"):
             response = await client.get(f"/services/{service}")
             response.raise_for_status()
             body = response.json()

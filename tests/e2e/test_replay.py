@@ -59,6 +59,18 @@ async def test_a_real_run_is_archived_and_its_replay_calls_nothing_in_the_world(
     before_run = await world_calls(scenario)
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()
+
+    # While it waits for the manager, its archive is its own state, up to this wait: replayable.
+    async def replayed_while_waiting() -> dict[str, Any] | None:
+        code, out, _ = await replay_cli(run_id, "--admin-url", admin.url, "--json")
+        report = json.loads(out)["runs"][0] if code == 0 else None
+        return report if report and report["turns"] == HAPPY_PATH.index("wait_for_approval") + 1 else None
+
+    waiting = await eventually(replayed_while_waiting, timeout=30, what="a replay of the run while it waits")
+    assert waiting["agree"] == waiting["turns"] and waiting["recorded_outcome"] is None
+    rows = await admin.asql(f"SELECT service_name FROM state WHERE key = 'archive' AND service_key = '{run_id}'")
+    assert [r["service_name"] for r in rows] == ["Replenish"]  # not handed over yet
+
     await scenario.decide(request["po_number"], approved=True, up_to=4.0)
     assert (await scenario.outcome(run_id))["outcome"] == "received"
 

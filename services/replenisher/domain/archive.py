@@ -131,7 +131,6 @@ class Chunk(BaseModel):
     seq: int = Field(ge=0)
     entries: list[Entry] = Field(default_factory=list)
     outcome: str | None = Field(default=None, description="set on the last chunk")
-    header: RunArchive | None = Field(default=None, description="the run's header (id, request), on its first chunk")
 
 
 class RunArchive(BaseModel):
@@ -174,8 +173,6 @@ class RunArchive(BaseModel):
 
     def add(self, chunk: Chunk) -> None:
         """Keep the chunk if the archive stays within its bound; otherwise mark where it was cut."""
-        if chunk.header is not None:
-            chunk = chunk.model_copy(update={"header": None})
         if any(c.seq == chunk.seq for c in self.chunks):
             return  # delivered twice
         if chunk.outcome is not None:
@@ -204,6 +201,3 @@ class ArchiveWriter:
         self.pending = []
         self.sent += 1
         return chunk
-
-
-Chunk.model_rebuild()

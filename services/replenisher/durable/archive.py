@@ -1,10 +1,10 @@
 """`RunArchive`: one virtual object per run (keyed by run id) holding its archive in K/V state.
 
 A workflow's journal and state go when Restate's retention lapses (a day after the run
-ends); an object's state stays until it is cleared, so the archive outlives the run. The
-run writes it with one-way sends (journaled, so each chunk exactly once): a chunk before each
-wait or delay, the first one carrying the run's header, and one at the end. A run still going
-has its archive up to the wait it is in (or its last one). Only the run writes it
+ends); an object's state stays until it is cleared, so the archive outlives the run. While the
+run goes, its archive is its own workflow state (key `archive`), written before each wait or
+delay, so a run still going has it up to the wait it is in; when it ends it hands the whole
+archive over with one one-way send (journaled, so exactly once). Only the run writes it
 (ingress-private); operators read it through the admin API's state table (`replenisher replay`).
 """
 
@@ -13,9 +13,10 @@ from __future__ import annotations
 import restate
 from restate import ObjectContext, ObjectSharedContext, WorkflowContext
 
-from replenisher.domain.archive import Chunk, RunArchive
+from replenisher.domain.archive import MAX_ARCHIVE_BYTES, Chunk, RunArchive
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import validated
+from replenisher.loop import names
 
 run_archive = restate.VirtualObject("RunArchive")
 STATE_KEY = "archive"
@@ -33,10 +34,22 @@ async def begin(ctx: ObjectContext, header: RunArchive) -> None:
 
 
 @validated(run_archive.handler, ingress_private=True)
+async def keep(ctx: ObjectContext, archive: RunArchive) -> None:
+    """A finished run's archive, whole, as the run kept it (within the bound: the run's own copy
+    was cut as it grew; one that somehow is not is cut here the same way)."""
+    kept = archive.model_copy(update={"run_id": ctx.key()})
+    if kept.size() > MAX_ARCHIVE_BYTES:
+        kept = RunArchive(run_id=ctx.key()).with_header(archive)
+        for chunk in archive.chunks:
+            kept.add(chunk)
+        kept.outcome = archive.outcome
+    ctx.set(STATE_KEY, kept)
+
+
+# Runs that started on code that sent a chunk per turn still call this.
+@validated(run_archive.handler, ingress_private=True)
 async def add(ctx: ObjectContext, chunk: Chunk) -> None:
     archive = await _load(ctx)
-    if chunk.header is not None:
-        archive = archive.with_header(chunk.header)
     archive.add(chunk)
     ctx.set(STATE_KEY, archive)
 
@@ -47,18 +60,20 @@ async def get(ctx: ObjectSharedContext) -> RunArchive | None:
 
 
 class RestateArchiveSink:
-    """The run's archive sent to its `RunArchive` object, one-way: the run never waits on it.
-    The header goes with the first chunk: one invocation fewer per run."""
+    """The run's archive kept in its workflow state while it runs (one state write per chunk),
+    and handed to its `RunArchive` object when it ends (one one-way send: the run never waits
+    on it). A replayed invocation notes the same chunks, so it writes and sends the same."""
 
     def __init__(self, ctx: WorkflowContext) -> None:
         self.ctx = ctx
-        self.header: RunArchive | None = None
+        self.archive = RunArchive(run_id=ctx.key())
 
     def begin(self, header: RunArchive) -> None:
-        self.header = header
+        self.archive = self.archive.with_header(header)
 
     def send(self, chunk: Chunk) -> None:
-        if self.header is not None:
-            chunk = chunk.model_copy(update={"header": self.header})
-            self.header = None
-        self.ctx.object_send(add, self.ctx.key(), chunk)
+        self.archive.add(chunk)
+        if chunk.outcome is None:
+            self.ctx.set(names.ARCHIVE, self.archive)
+        else:
+            self.ctx.object_send(keep, self.ctx.key(), self.archive)

@@ -10,6 +10,8 @@ replay against them, and the crash matrix arms points by these names (or their f
 - `remind <approver> <point>%`, `escalate <tool>`: steps a wait takes while it waits.
 - `<event>-<seq>`: the durable promise that holds the `seq`-th message of a kind.
 - `state`, `waiting`: the run's state and its current wait, as the views read them.
+- `archive`: the run's archive while it runs (`replenisher replay` reads it there until the
+  run ends and hands it to its `RunArchive` object).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import NamedTuple
 
 STATE = "state"
 WAITING = "waiting"
+ARCHIVE = "archive"
 
 _STEP = re.compile(r"^(?P<tool>[a-z_]+) (?P<turn>\d+)$")
 _DELAY = re.compile(r"^before (?P<tool>[a-z_]+) (?P<turn>\d+)$")

@@ -1,7 +1,8 @@
 """`replenisher replay`: recorded runs re-decided by a decider, from their archives.
 
 Archives come from files (or directories of them) or from Restate, where the `RunArchive`
-objects keep them (read through the admin API's state table: operator access, no handler).
+objects keep finished runs' and the running workflows their own (read through the admin API's
+state table: operator access, no handler).
 """
 
 from __future__ import annotations
@@ -80,9 +81,14 @@ def load_file(path: Path) -> RunArchive:
 
 
 def from_restate(admin_url: str, run_id: str | None = None) -> list[RunArchive]:
+    """Archives Restate keeps: a finished run's in its `RunArchive` object, a running run's in
+    its own workflow state (up to the wait it is in); the object's when there are both."""
     from replenisher.stack.admin import sql
 
-    query = "SELECT value_utf8 FROM state WHERE service_name = 'RunArchive' AND key = 'archive'"
+    query = (
+        "SELECT service_name, service_key, value_utf8 FROM state WHERE key = 'archive' "
+        "AND service_name IN ('RunArchive', 'Replenish')"
+    )
     if run_id is not None:
         if not RUN_ID.match(run_id):
             raise ReplayError(f"not a run id: {run_id!r}")
@@ -91,13 +97,13 @@ def from_restate(admin_url: str, run_id: str | None = None) -> list[RunArchive]:
         rows = sql(admin_url, query)
     except Exception as e:
         raise ReplayError(f"cannot read archives from Restate's admin API at {admin_url}: {e}") from e
-    found = []
-    for row in rows:
+    found: dict[str, RunArchive] = {}
+    for row in sorted(rows, key=lambda r: r["service_name"] == "RunArchive"):
         try:
-            found.append(read_archive(json.loads(row["value_utf8"])))
+            found[row["service_key"]] = read_archive(json.loads(row["value_utf8"]))
         except (ValueError, ValidationError, ArchiveUnreadable) as e:
             print(f"note: skipped an archive this code cannot read: {e}", file=sys.stderr)
-    return found
+    return list(found.values())
 
 
 def gather(targets: list[str], every: bool, since: str | None, admin_url: str) -> list[RunArchive]:
