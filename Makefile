@@ -6,8 +6,9 @@
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
 #   make restart-service  stop and start only the replenisher service; Restate and the world keep running
 #   make console the manager's web console on :8090, over the running stack
-# The service's ASGI server: make up SERVER=granian (or hypercorn); make test SERVER=granian runs the
-# suite's service on it. Without it, REPLENISHER_SERVER decides, else the default (README: Settings).
+# The service's ASGI server: make up SERVER=hypercorn (or granian, the default); make test SERVER=hypercorn
+# runs the suite's service on it. Without it, REPLENISHER_SERVER decides, else the default (README: Settings).
+#   make test-hypercorn  whole replenishments, the crash matrix and suspension with the service on hypercorn
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
 #   make injection    the adversarial suite on three real stacks (about 12 min on a loaded 2-core machine); ends with
@@ -17,6 +18,8 @@
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same at smaller sizes (about ten minutes on a quiet machine); both write bench/results/ and end with
 #                     `bench: cpu_per_replenishment_ms=X vs_temporal=Ax ... throughput_per_s=Z floor_per_s=F`
+#   make bench-servers    the service on hypercorn and on granian, back to back (minutes); ends with
+#                     `servers: hypercorn_cpu_ms=H granian_cpu_ms=G cpu_ratio=Rx ... throughput_ratio=Tx`
 #   make bench-model-calls  only model calls per replenishment, Claude decider over the stand-in API (seconds);
 #                     writes bench/results/partial/model_calls.json (the full runs put it in results.json)
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
@@ -39,8 +42,8 @@ endif
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate test-deps demo test soak injection evals up down restart-service status console screenshots lint clean \
-	bench bench-quick bench-setup bench-model-calls \
+.PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots lint clean \
+	bench bench-quick bench-setup bench-model-calls bench-servers \
 	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
@@ -76,6 +79,15 @@ ifeq ($(REPLAY),1)
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	exit $$status
 endif
+
+# The service on hypercorn, the other server it supports (the default is granian): whole
+# replenishments, the crash matrix and the suspension tests, then the last two in always-replay
+# mode. CI runs it after make test.
+HYPERCORN_E2E := tests/e2e/test_replenishment.py tests/e2e/test_crash_matrix.py tests/e2e/test_suspension.py
+test-hypercorn: setup
+	REPLENISHER_SERVER=hypercorn $(BIN)/pytest -q -ra -m e2e $(HYPERCORN_E2E) $(PYTEST_ARGS)
+	REPLENISHER_SERVER=hypercorn REPLENISHER_TEST_ALWAYS_REPLAY=1 $(BIN)/pytest -q -ra -m e2e \
+		tests/e2e/test_crash_matrix.py tests/e2e/test_suspension.py $(PYTEST_ARGS)
 
 # Three restate-server nodes on loopback behind a fail-over ingress, each SIGKILLed in turn under load. The
 # summary line comes last: runs, node kills, duplicate orders, lost runs or messages.
@@ -154,6 +166,10 @@ bench: bench-setup
 
 bench-quick: bench-setup
 	$(BIN)/python -m bench --quick
+
+# The service on hypercorn and on granian, back to back: CPU per replenishment and throughput.
+bench-servers: $(BENCH_INSTALLED) restate
+	$(BIN)/python -m bench.servers
 
 # No peers: the bench's own packages and Restate are enough.
 bench-model-calls: $(BENCH_INSTALLED) restate

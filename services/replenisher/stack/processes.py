@@ -338,12 +338,14 @@ def restate_ready(admin_url: str, ingress_url: str) -> bool:
     return response.status_code == 200
 
 
-# The ASGI servers a Python app can run under. hypercorn is the reference (the design, the deploy
-# docs); granian (Rust HTTP/1.1 and HTTP/2) costs the service less CPU per request.
+# The ASGI servers the service can run under. granian (Rust HTTP/1.1 and HTTP/2) is the default:
+# measured back to back (`make bench-servers`), it costs the service about a sixth less CPU per
+# replenishment than hypercorn, for a little more throughput (README "Benchmarks"). hypercorn stays supported (the design, the deploy
+# docs; CI runs the crash matrix and the suspension tests on it too).
 Server = Literal["hypercorn", "granian"]
 SERVERS: tuple[Server, ...] = get_args(Server)
 SERVER_SETTING = "REPLENISHER_SERVER"
-DEFAULT_SERVER: Server = "hypercorn"
+DEFAULT_SERVER: Server = "granian"
 
 
 def service_server(env: Mapping[str, str] | None = None) -> Server:

@@ -1,0 +1,117 @@
+"""`python -m bench.servers`: the service on each ASGI server it supports, back to back in one run.
+
+Each round starts our whole system afresh (restate-server from the project's `restate.toml`,
+the world, the service) with the service on one server, warms it up, and runs full
+replenishments at one concurrency, reading the CPU of the service and the engine per
+replenishment and the throughput (`bench.scenarios.Driver.throughput`, as the main bench does).
+The servers take turns (hypercorn, granian, hypercorn, granian, ...) so that a machine whose
+load drifts hurts both alike; the figures are the median of each server's rounds, and the last
+line gives granian's as a multiple of hypercorn's:
+
+    servers: hypercorn_cpu_ms=H granian_cpu_ms=G cpu_ratio=Rx hypercorn_per_s=A granian_per_s=B throughput_ratio=Tx
+
+It is how the default server was chosen (README "Benchmarks"): a few minutes, not part of `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench.scenarios import Driver
+from bench.systems import Ours
+from replenisher.stack.processes import SERVER_SETTING, SERVERS, Server
+
+JSON = dict[str, Any]
+
+
+def say(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+async def one_round(server: Server, workdir: Path, concurrency: int, count: int, tag: str) -> JSON:
+    os.environ[SERVER_SETTING] = server
+    system = Ours(workdir, name=f"servers-{tag}")
+    try:
+        system.start()
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            driver = Driver(system, session, say)
+            await driver.throughput(5, 10, "warm")
+            await driver.measure_idle(3.0)
+            level = await driver.throughput(concurrency, count, "m")
+    finally:
+        system.stop()
+    cpu = level["cpu_ms_per_op"]
+    return {
+        "server": server,
+        "service_ms": cpu["service"],
+        "engine_ms": cpu["engine"],
+        "cpu_ms": round(cpu["service"] + cpu["engine"], 3),
+        "per_s": level["per_s"],
+        "p50_ms": level["latency"]["p50_ms"],
+    }
+
+
+async def compare(rounds: int, concurrency: int, count: int, workdir: Path) -> dict[Server, list[JSON]]:
+    found: dict[Server, list[JSON]] = {server: [] for server in SERVERS}
+    order: list[Server] = ["hypercorn", "granian"]
+    for i in range(rounds):
+        for server in order:
+            say(f"round {i + 1} of {rounds}: {server}, {count} replenishments at concurrency {concurrency}")
+            figures = await one_round(server, workdir, concurrency, count, f"{server}-{i}")
+            say(
+                f"  {server}: service {figures['service_ms']:.1f} ms + engine {figures['engine_ms']:.1f} ms "
+                f"of CPU per replenishment, {figures['per_s']}/s, p50 {figures['p50_ms']:.0f} ms"
+            )
+            found[server].append(figures)
+    return found
+
+
+def median(rows: list[JSON], key: str) -> float:
+    return float(statistics.median(r[key] for r in rows))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.servers", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per server (default 2)")
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--count", type=int, default=150, help="replenishments per round")
+    args = parser.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="replenisher-servers-"))
+    before = os.environ.get(SERVER_SETTING)
+    try:
+        found = asyncio.run(compare(args.rounds, args.concurrency, args.count, workdir))
+    finally:
+        if before is None:
+            os.environ.pop(SERVER_SETTING, None)
+        else:
+            os.environ[SERVER_SETTING] = before
+        shutil.rmtree(workdir, ignore_errors=True)
+    h, g = found["hypercorn"], found["granian"]
+    for server, rows in found.items():
+        say(
+            f"{server}: median service {median(rows, 'service_ms'):.1f} ms + engine {median(rows, 'engine_ms'):.1f} ms "
+            f"per replenishment, {median(rows, 'per_s'):.2f}/s over {len(rows)} rounds"
+        )
+    print(
+        f"servers: hypercorn_cpu_ms={median(h, 'cpu_ms'):.1f} granian_cpu_ms={median(g, 'cpu_ms'):.1f} "
+        f"cpu_ratio={median(g, 'cpu_ms') / median(h, 'cpu_ms'):.2f}x "
+        f"hypercorn_per_s={median(h, 'per_s'):.2f} granian_per_s={median(g, 'per_s'):.2f} "
+        f"throughput_ratio={median(g, 'per_s') / median(h, 'per_s'):.2f}x",
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
