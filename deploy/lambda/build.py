@@ -45,9 +45,9 @@ PLATFORMS = {
     "x86_64": ("manylinux2014_x86_64", "manylinux_2_28_x86_64"),
     "arm64": ("manylinux2014_aarch64", "manylinux_2_28_aarch64"),
 }
-# Needed to serve the ASGI app, not on Lambda: the servers, and the faster transport under the
+# Needed to serve the ASGI app, not on Lambda: the servers, granian's event loop, and the faster transport under the
 # adapters' httpx client (without it they use httpx's own, as on Lambda).
-SERVER_ONLY = {"hypercorn", "granian", "httpx-aiohttp"}
+SERVER_ONLY = {"hypercorn", "granian", "uvloop", "httpx-aiohttp"}
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-.+\.whl$")
 
