@@ -610,6 +610,11 @@ def profile_table(results: JSON) -> list[str]:
     for group, share in profile["share"].items():
         waking = f"{wake['share'].get(group, 0) * 100:.0f}%" if wake.get("share") else "n/a"
         lines.append(f"| {group} | {share * 100:.0f}% | {waking} |")
+    for label, part in (("replenishing", profile), ("waking", wake)):
+        hottest = part.get("top_self") or []
+        if hottest:
+            frames = "; ".join(f"`{h['frame']}` {h['share'] * 100:.0f}%" for h in hottest[:5])
+            lines += ["", f"Hottest frames of the service's own CPU, {label}: {frames}."]
     return lines
 
 
