@@ -169,16 +169,23 @@ def _axis(t: Timeline, start: float, total: float, chart: float, height: int) ->
 def _turn_row(t: Timeline, turn: Turn, y: float, x: Scale) -> str:
     mid = y + ROW / 2
     label = f"{turn.turn:>2}  {turn.tool}"
-    parts = [
-        f"<g class='turn' data-turn='{turn.turn}' data-tool='{escape(turn.tool)}'>",
-        f"<title>{escape(_tip(turn))}</title>",
-        f"<rect x='0' y='{y:.1f}' width='{WIDTH}' height='{ROW}' fill='{'#fafafa' if turn.turn % 2 else '#ffffff'}'/>",
-        f"<text x='8' y='{mid + 4:.1f}'>{escape(shorten(label, 30))}</text>",
-    ]
+    shade = "#fafafa" if turn.turn % 2 else "#ffffff"
+    parts = row_open(f"data-turn='{turn.turn}' data-tool='{escape(turn.tool)}'", _tip(turn), label, y, shade)
     for s in turn.spans:
         parts.append(_span(s, t.now, mid, x))
     parts.append("</g>")
     return "".join(parts)
+
+
+def row_open(attrs: str, tip: str, label: str, y: float, shade: str) -> list[str]:
+    """A turn's row up to its marks: the group (with its data attributes), tooltip, band and label."""
+    mid = y + ROW / 2
+    return [
+        f"<g class='turn' {attrs}>",
+        f"<title>{escape(tip)}</title>",
+        f"<rect x='0' y='{y:.1f}' width='{WIDTH}' height='{ROW}' fill='{shade}'/>",
+        f"<text x='8' y='{mid + 4:.1f}'>{escape(shorten(label, 30))}</text>",
+    ]
 
 
 def _span(s: Span, now: float, mid: float, x: Scale) -> str:

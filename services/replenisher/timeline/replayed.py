@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from replenisher.domain.archive import RunArchive
 from replenisher.replay.engine import ReplayReport
 from replenisher.timeline.format import clock, shorten
-from replenisher.timeline.html import STYLE, Scale
+from replenisher.timeline.html import STYLE, Scale, row_open
 
 Kind = Literal["step", "wait", "end"]
 EndedBy = Literal["message", "timeout"]
@@ -241,12 +241,9 @@ def _svg_row(v: ReplayView, row: Row, y: float, x: Scale) -> str:
     begin = row.start if row.start is not None else v.started_at or 0.0
     x0, x1 = x(begin), x(row.end if row.end is not None else begin)
     w = max(x1 - x0, 3)
-    parts = [
-        f"<g class='turn' data-turn='{row.turn}' data-agree='{'' if row.agree is None else str(row.agree).lower()}'>",
-        f"<title>{escape(_tip(row))}</title>",
-        f"<rect x='0' y='{y:.1f}' width='{WIDTH}' height='{ROW}' fill='{shade}'/>",
-        f"<text x='8' y='{mid + 4:.1f}'>{escape(shorten(f'{row.turn:>2}  {row.recorded.tool}', 30))}</text>",
-    ]
+    agree = "" if row.agree is None else str(row.agree).lower()
+    label = f"{row.turn:>2}  {row.recorded.tool}"
+    parts = row_open(f"data-turn='{row.turn}' data-agree='{agree}'", _tip(row), label, y, shade)
     if row.kind == "wait":
         parts.append(
             f"<rect class='wait' x='{x0:.1f}' y='{mid - 6:.1f}' width='{w:.1f}' height='12' rx='6' "
