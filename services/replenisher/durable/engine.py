@@ -9,6 +9,7 @@ current wait are workflow state the views read.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,16 +30,17 @@ from replenisher.domain.security import SecurityNotes
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 from replenisher.domain.turns import DeciderUnavailable
-from replenisher.durable.clock import journaled_time
+from replenisher.durable.clock import Timed, journaled_time
 from replenisher.durable.probes import crash_point, record_decision
 from replenisher.durable.spool import CallSpool
-from replenisher.durable.steps import retry_options, step
+from replenisher.durable.steps import retry_options, timed_step
 from replenisher.loop import names
 from replenisher.loop.engine import Effect, RunStopped, StepFailed
 from replenisher.loop.request import CurrentWait
 from replenisher.wiring import wiring
 
 T = TypeVar("T", bound=BaseModel)
+_TimedDecision = Timed[Decision]
 
 
 @contextmanager
@@ -87,7 +89,9 @@ class RestateEngine:
     async def now(self) -> float:
         """The run's clock. Asked again before anything durable happened (only the loop's own
         pure work in between) it answers the same reading: a journal entry fewer each time, and
-        just as deterministic, since a replay takes the same path through the same entries."""
+        just as deterministic, since a replay takes the same path through the same entries.
+        A decision or a step journals the clock as it ended with its result, so only a wait,
+        a delay or a call to the SKU leaves the next reading to a `timestamp` entry."""
         if self._time is None:
             with _stops():
                 self._time = await journaled_time(self.ctx)
@@ -99,12 +103,11 @@ class RestateEngine:
         A model call is written down on the spool before and after it (see `spool`), so an
         answer a crash kept out of the journal is charged when the step runs again.
         """
-        self._time = None
         scope, turn, decider = self.run_id, names.decision_turn(name), self.decider
         invocation = self.ctx.request().id
         spool = CallSpool(wiring().settings.model_spool_dir) if decider.name != "offline" else None
 
-        async def take_decision() -> Decision:
+        async def take_decision() -> Timed[Decision]:
             crash_point(scope, name, "before")
             record_decision(scope, turn)
             lost = spool.lost(invocation, name) if spool else []
@@ -123,10 +126,13 @@ class RestateEngine:
             if spool:
                 spool.answered(invocation, name, call, decision)
             crash_point(scope, name, "after")
-            return decision.model_copy(update={"lost": lost}) if lost else decision
+            if lost:
+                decision = decision.model_copy(update={"lost": lost})
+            return _TimedDecision(value=decision, at=time.time())
 
+        self._time = None
         try:
-            decision = await self.ctx.run_typed(name, take_decision, retry_options(Decision))
+            timed = await self.ctx.run_typed(name, take_decision, retry_options(_TimedDecision))
         except TerminalError as e:
             if spool:
                 spool.done(invocation, name)
@@ -134,7 +140,9 @@ class RestateEngine:
         # Journaled now (or replayed from the journal): the spool has nothing more to tell.
         if spool:
             spool.done(invocation, name)
-        return decision
+        # The clock as the answer came, journaled with it: the run's next reading.
+        self._time = timed.at
+        return timed.value
 
     def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
         pass  # the journal holds every ask; the rules' pick follows from it on replay
@@ -142,9 +150,12 @@ class RestateEngine:
     async def step(self, name: str, effect: Effect[T]) -> T:
         self._time = None
         try:
-            return await step(self.ctx, name, effect.result, effect.run, self.world)
+            timed = await timed_step(self.ctx, name, effect.result, effect.run, self.world)
         except TerminalError as e:
             raise StepFailed(e.message) from e
+        # The clock as the step ended, journaled with its result: the run's next reading.
+        self._time = timed.at
+        return timed.value
 
     async def sleep(self, name: str, seconds: float) -> None:
         self._time = None

@@ -8,6 +8,7 @@ comes back to the harness as a `TerminalError`, which it hands to the tool's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -17,6 +18,7 @@ from restate.exceptions import TerminalError
 
 from replenisher.config import settings
 from replenisher.domain.ports import Rejected
+from replenisher.durable.clock import Timed
 from replenisher.durable.probes import crash_point, hold_point
 
 T = TypeVar("T", bound=BaseModel)
@@ -35,8 +37,23 @@ def retry_options(type_hint: type[T]) -> RunOptions[T]:
 
 async def step(ctx: Context, name: str, result: type[T], action: Callable[..., Awaitable[T]], *args: Any) -> T:
     """Run `action(*args)` as a named, journaled step with the standard retry policy."""
+    return await ctx.run_typed(name, _attempt(ctx.key(), name, action, *args), retry_options(result))
 
-    scope = ctx.key()
+
+async def timed_step(
+    ctx: Context, name: str, result: type[T], action: Callable[..., Awaitable[T]], *args: Any
+) -> Timed[T]:
+    """`step`, journaling with the result the wall clock as the step ended."""
+    attempt, journaled = _attempt(ctx.key(), name, action, *args), Timed[result]
+
+    async def timed_attempt() -> Timed[T]:
+        value = await attempt()
+        return journaled(value=value, at=time.time())
+
+    return await ctx.run_typed(name, timed_attempt, retry_options(journaled))
+
+
+def _attempt(scope: str, name: str, action: Callable[..., Awaitable[T]], *args: Any) -> Callable[[], Awaitable[T]]:
 
     async def attempt() -> T:
         crash_point(scope, name, "before")
@@ -49,4 +66,4 @@ async def step(ctx: Context, name: str, result: type[T], action: Callable[..., A
         except Rejected as e:
             raise TerminalError(f"refused by the other side: {e.reason}", status_code=e.status) from e
 
-    return await ctx.run_typed(name, attempt, retry_options(result))
+    return attempt
