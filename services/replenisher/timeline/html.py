@@ -150,20 +150,27 @@ def render_svg(t: Timeline) -> str:
 
 
 def _axis(t: Timeline, start: float, total: float, chart: float, height: int) -> str:
-    parts = ["<g class='axis'>"]
-    ticks = 6
-    for i in range(ticks + 1):
-        v = start + total * i / ticks
-        px = LABEL + chart * i / ticks
+    def label(v: float) -> str:
         d = t.day_of(v)
-        label = f"day {d:.1f}" if d is not None else f"+{duration(v - start)}"
+        return f"day {d:.1f}" if d is not None else f"+{duration(v - start)}"
+
+    return "".join(["<g class='axis'>", *axis_marks(start, total, chart, height, label), "</g>"])
+
+
+def axis_marks(
+    start: float, total: float, chart: float, height: int, label: Callable[[float], str], ticks: int = 6
+) -> list[str]:
+    """The time axis's gridlines, each labelled with `label(time)` above the chart."""
+    parts = []
+    for i in range(ticks + 1):
+        px = LABEL + chart * i / ticks
         anchor = "end" if i == ticks else ("start" if i == 0 else "middle")
+        text = escape(label(start + total * i / ticks))
         parts.append(
             f"<line x1='{px:.1f}' y1='{TOP - 12}' x2='{px:.1f}' y2='{height - 14}' stroke='#f3f4f6'/>"
-            f"<text x='{px:.1f}' y='{TOP - 16}' text-anchor='{anchor}'>{escape(label)}</text>"
+            f"<text x='{px:.1f}' y='{TOP - 16}' text-anchor='{anchor}'>{text}</text>"
         )
-    parts.append("</g>")
-    return "".join(parts)
+    return parts
 
 
 def _turn_row(t: Timeline, turn: Turn, y: float, x: Scale) -> str:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from replenisher.domain.archive import RunArchive
 from replenisher.replay.engine import ReplayReport
 from replenisher.timeline.format import clock, shorten
-from replenisher.timeline.html import STYLE, Scale, row_open
+from replenisher.timeline.html import LABEL, ROW, STYLE, TOP, WIDTH, Scale, axis_marks, row_open
 
 Kind = Literal["step", "wait", "end"]
 EndedBy = Literal["message", "timeout"]
@@ -134,11 +134,9 @@ def render_text(view: ReplayView) -> list[str]:
 
 # --- HTML ----------------------------------------------------------------------------------
 
-WIDTH = 980
-LABEL = 230
+# The original timeline's frame (width, label column, rows), its chart narrowed to leave the
+# replay's column on the right.
 CHART = 470
-ROW = 26
-TOP = 34
 REPLAY_X = LABEL + CHART + 24
 
 EXTRA_STYLE = """
@@ -207,14 +205,7 @@ def render_svg(v: ReplayView) -> str:
         f"role='img' aria-label='{escape(v.run_id)} beside its replay'>",
         "<g class='axis'>",
     ]
-    for i in range(5):
-        t = start + total * i / 4
-        px = LABEL + CHART * i / 4
-        anchor = "end" if i == 4 else ("start" if i == 0 else "middle")
-        out.append(
-            f"<line x1='{px:.1f}' y1='{TOP - 12}' x2='{px:.1f}' y2='{height - 14}' stroke='#f3f4f6'/>"
-            f"<text x='{px:.1f}' y='{TOP - 16}' text-anchor='{anchor}'>day {v.day(t) or 0:.1f}</text>"
-        )
+    out += axis_marks(start, total, CHART, height, lambda t: f"day {v.day(t) or 0:.1f}", ticks=4)
     out.append(f"<text x='{REPLAY_X}' y='{TOP - 16}' style='font-weight:600'>replay: {escape(v.decider)}</text>")
     out.append("</g>")
     for i, row in enumerate(v.rows):
