@@ -9,6 +9,7 @@ from replenisher.domain.archive import (
     MAX_ARCHIVE_BYTES,
     MAX_RAW_CHARS,
     ArchiveWriter,
+    Chunk,
     Entry,
     RunArchive,
     token_digest,
@@ -77,3 +78,18 @@ def test_a_header_that_comes_after_chunks_keeps_them_in_their_place() -> None:
     kept.add(ArchiveWriter().chunk().model_copy(update={"seq": 0, "entries": [Entry.now(1.0)]}))
     assert (kept.sku, kept.code, kept.request) == ("SKU-1", "v7", {"stock": {}})
     assert [c.seq for c in kept.chunks] == [0, 1] and kept.started_at == 1.0
+
+
+def test_an_archive_handed_over_whole_is_cut_to_its_bound_as_add_would_cut_it() -> None:
+    fits = archive()
+    fits.add(ArchiveWriter().chunk().model_copy(update={"entries": [Entry.now(1.0)]}))
+    assert fits.within_bound() is fits
+    # Chunks appended past `add`, as a sender that did not cut its own copy would hand them over.
+    big = archive()
+    for seq in range(6):
+        big.chunks.append(Chunk(seq=seq, entries=[Entry.step(f"get_quotes {seq}", failure="f" * 9_000)] * 40))
+    big.outcome = "received"
+    assert big.size() > MAX_ARCHIVE_BYTES
+    kept = big.within_bound()
+    assert kept.size() <= MAX_ARCHIVE_BYTES and kept.outcome == "received" and kept.sku == big.sku
+    assert kept.cut_at_chunk is not None and [c.seq for c in kept.chunks] == list(range(kept.cut_at_chunk))

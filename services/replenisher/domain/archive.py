@@ -171,6 +171,15 @@ class RunArchive(BaseModel):
             fresh.add(chunk)
         return fresh
 
+    def within_bound(self) -> RunArchive:
+        """This archive as `add` keeps one: itself if it fits, else its chunks again under its
+        header, cut where they stop fitting (its outcome kept all the same)."""
+        if self.size() <= MAX_ARCHIVE_BYTES:
+            return self
+        kept = self.with_header(self)
+        kept.outcome = self.outcome
+        return kept
+
     def add(self, chunk: Chunk) -> None:
         """Keep the chunk if the archive stays within its bound; otherwise mark where it was cut."""
         if any(c.seq == chunk.seq for c in self.chunks):

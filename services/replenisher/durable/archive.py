@@ -13,7 +13,7 @@ from __future__ import annotations
 import restate
 from restate import ObjectContext, ObjectSharedContext, WorkflowContext
 
-from replenisher.domain.archive import MAX_ARCHIVE_BYTES, Chunk, RunArchive
+from replenisher.domain.archive import Chunk, RunArchive
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import validated
 from replenisher.loop import names
@@ -37,13 +37,7 @@ async def begin(ctx: ObjectContext, header: RunArchive) -> None:
 async def keep(ctx: ObjectContext, archive: RunArchive) -> None:
     """A finished run's archive, whole, as the run kept it (within the bound: the run's own copy
     was cut as it grew; one that somehow is not is cut here the same way)."""
-    kept = archive.model_copy(update={"run_id": ctx.key()})
-    if kept.size() > MAX_ARCHIVE_BYTES:
-        kept = RunArchive(run_id=ctx.key()).with_header(archive)
-        for chunk in archive.chunks:
-            kept.add(chunk)
-        kept.outcome = archive.outcome
-    ctx.set(STATE_KEY, kept)
+    ctx.set(STATE_KEY, archive.model_copy(update={"run_id": ctx.key()}).within_bound())
 
 
 # Runs that started on code that sent a chunk per turn still call this.

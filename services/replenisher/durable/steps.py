@@ -54,7 +54,6 @@ async def timed_step(
 
 
 def _attempt(scope: str, name: str, action: Callable[..., Awaitable[T]], *args: Any) -> Callable[[], Awaitable[T]]:
-
     async def attempt() -> T:
         crash_point(scope, name, "before")
         await hold_point(scope, name, "before")

@@ -4,9 +4,10 @@ It wraps the engine the run really runs on (Restate's, or the in-memory one) and
 call through unchanged, noting each answer the loop got (`replenisher.domain.archive.Entry`).
 It hands the notes to a sink in chunks: one before each wait for a message and each delay
 (where a run may rest for days, its archive is then up to date) and one when the run ends.
-On Restate the sink is a one-way send per chunk, journaled like every other entry, so a
-replayed invocation notes the same answers and its sends are not sent again; a chunk per wait
-rather than per turn is a third of the invocations.
+On Restate the sink writes the archive into the run's workflow state at each chunk and hands
+it to the run's `RunArchive` object with one one-way send at the end
+(`replenisher.durable.archive.RestateArchiveSink`); both are journaled, so a replayed
+invocation notes the same answers and writes and sends nothing again.
 """
 
 from __future__ import annotations
