@@ -1,4 +1,5 @@
-"""Whole replenishments through the real stack: Restate, the service on hypercorn, the world over HTTP."""
+"""Whole replenishments through the real stack: Restate, the service (on granian, or hypercorn with
+REPLENISHER_SERVER), the world over HTTP."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from support import HAPPY_PATH, eventually
 pytestmark = pytest.mark.e2e
 
 
-async def test_happy_path_ends_received_with_one_order_and_stock_booked_in(scenario: Scenario) -> None:
+async def test_happy_path_ends_received_with_one_order_and_stock_booked_in(scenario: Scenario, admin) -> None:
     await scenario.setup(on_hand=5, safety_stock=20, target_stock=100, price=4.0)
     started = await scenario.check()
     run_id = started["started"]
@@ -33,6 +34,19 @@ async def test_happy_path_ends_received_with_one_order_and_stock_booked_in(scena
     view = await scenario.run_view(run_id)
     tools = [turn["tool"] for turn in view["state"]["history"]]
     assert tools == HAPPY_PATH
+
+    # The run's clock, in Restate's journal: read on its own at the start and after each wait
+    # only; every decision and step carries the reading as it ended with its result.
+    rows = await admin.asql(
+        "SELECT j.entry_type, j.name FROM sys_journal j JOIN sys_invocation i ON i.id = j.id "
+        f"WHERE i.target = 'Replenish/{run_id}/run' AND j.entry_type LIKE 'Command:%' ORDER BY j.index"
+    )
+    commands = [(r["entry_type"], r.get("name") or "") for r in rows]
+    readings = [i for i, c in enumerate(commands) if c == ("Command: Run", "timestamp")]
+    waits = [i for i, c in enumerate(commands) if c[0] == "Command: GetPromise"]
+    assert len(waits) == sum(tool.startswith("wait_for") for tool in HAPPY_PATH)
+    assert len(readings) == 1 + len(waits), commands
+    assert all(commands[i - 1][0] in ("Command: Sleep", "Command: GetPromise") for i in readings[1:]), commands
 
 
 async def test_manager_rejects_and_nothing_is_ordered(scenario: Scenario) -> None:
