@@ -22,7 +22,15 @@ from replenisher.stack import install
 from replenisher.stack.admin import Admin, find_deployment, list_deployments, register_deployment, sql
 from replenisher.stack.install import RESTATE_VERSION, RestateInstallError, ensure_restate
 from replenisher.stack.local import SERVICE_APP, WORLD_APP, Stack, StackConfig, StackError
-from replenisher.stack.ports import LOOPBACK, PortInUseError, RestatePorts, free_port, is_listening
+from replenisher.stack.ports import (
+    LOOPBACK,
+    PortInUseError,
+    RestatePorts,
+    ephemeral_range,
+    free_port,
+    is_listening,
+    port_is_free,
+)
 from replenisher.stack.processes import (
     DEFAULT_SERVER,
     SERVER_SETTING,
@@ -148,6 +156,25 @@ def test_restate_server_refuses_a_taken_port_by_name(tmp_path: Path) -> None:
         with pytest.raises(PortInUseError, match=f"restate admin port {taken}"):
             server.start()
     assert server.pid is None
+
+
+def test_free_ports_lie_below_the_range_the_kernel_numbers_outgoing_connections_from(tmp_path: Path) -> None:
+    low, high = ephemeral_range()
+    assert 1024 <= low < high
+    ports = [free_port() for _ in range(200)]
+    assert len(set(ports)) == 200 and all(port < low for port in ports), sorted(ports)[-5:]
+    # Why: an outgoing connection the kernel numbers with a server's port, while that server is
+    # down, keeps it from binding again (a crash test's restart failed so).
+    with socket.socket() as target, socket.socket() as client:
+        target.bind((LOOPBACK, 0))
+        target.listen()
+        port = free_port()
+        client.bind((LOOPBACK, port))
+        client.connect(target.getsockname())
+        assert not port_is_free(port)
+    (tmp_path / "range").write_text("40000\t50000\n")
+    assert ephemeral_range(tmp_path / "range") == (40000, 50000)
+    assert ephemeral_range(tmp_path / "missing") == (32768, 60999)
 
 
 # --- hypercorn ----------------------------------------------------------------------------

@@ -12,7 +12,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,18 +22,13 @@ import pytest
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
+from replenisher.stack.ports import free_port  # re-exported for the world's tests
 from support import eventually  # re-exported for the world's tests
 
 DAY_SECONDS = 0.2
 """Short enough that a 'day' passes quickly, long enough that ordering of plans is stable."""
 
 STARTUP_TIMEOUT = 20.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # --- the world as a subprocess ---------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import socket
 from collections.abc import Mapping
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,16 +31,36 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
     return True
 
 
+def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
+    """The ports the kernel gives outgoing connections (and `bind(0)`) as their own."""
+    try:
+        low, high = (int(v) for v in path.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+    return low, high
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """A port that is free now and not yet given to anyone else by this process."""
-    for _ in range(100):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((host, 0))
-            port: int = sock.getsockname()[1]
-        if port not in _handed_out:
+    """A port that is free now, not yet given to anyone else by this process, and below the
+    kernel's ephemeral range. A server's port from that range can be taken while the server is
+    down (a crash test, a restart) by any outgoing connection the kernel numbers with it, even
+    one to that very port, which TCP lets connect to itself; then the server cannot start again.
+    """
+    low, _ = ephemeral_range()
+    floor = 10_000 if low > 12_000 else 1024
+    for _ in range(500):
+        port = random.randrange(floor, low) if low > floor else _kernel_port(host)
+        if port not in _handed_out and port_is_free(port, host):
             _handed_out.add(port)
             return port
-    raise RuntimeError("could not find a free TCP port after 100 attempts")
+    raise RuntimeError(f"could not find a free TCP port below {low} after 500 attempts")
+
+
+def _kernel_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+    return port
 
 
 def ensure_ports_free(ports: Mapping[str, int], host: str = LOOPBACK) -> None:
