@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -175,6 +176,39 @@ def test_free_ports_lie_below_the_range_the_kernel_numbers_outgoing_connections_
     (tmp_path / "range").write_text("40000\t50000\n")
     assert ephemeral_range(tmp_path / "range") == (40000, 50000)
     assert ephemeral_range(tmp_path / "missing") == (32768, 60999)
+
+
+_BUSY_LISTENER = """
+import socket, sys, threading, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+held = [bytearray(1 << 20) for _ in range(800)]
+for _ in range(6):
+    threading.Thread(target=lambda: [sum(range(10**5)) for _ in iter(int, 1)], daemon=True).start()
+print("up", flush=True); time.sleep(120)
+"""
+
+
+def test_a_killed_group_counts_as_gone_only_when_its_threads_are_and_its_port_is_closed() -> None:
+    # The main thread of a killed multi-threaded process is a zombie before its other threads
+    # have exited, its sockets open until the last has: a group must not count as gone then.
+    for _ in range(8):
+        port = free_port()
+        child = subprocess.Popen(
+            [sys.executable, "-c", _BUSY_LISTENER, str(port)], stdout=subprocess.PIPE, start_new_session=True
+        )
+        try:
+            assert child.stdout is not None and child.stdout.readline() == b"up\n"
+            os.killpg(child.pid, 9)
+            deadline = time.monotonic() + 10
+            while group_members(child.pid) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert group_members(child.pid) == []
+            assert not is_listening(port), "the group counted as gone while its socket still listened"
+        finally:
+            child.kill()
+            child.wait(10)
+            if child.stdout:
+                child.stdout.close()
 
 
 # --- hypercorn ----------------------------------------------------------------------------

@@ -78,20 +78,33 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of process group `pgid`, from /proc."""
+    """Live processes of process group `pgid`, from /proc: not zombies, threads included. A
+    killed multi-threaded process (granian's worker) shows its main thread a zombie while its
+    other threads still exit, and its sockets stay open until the last of them has."""
     members = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        # After the parenthesised command name: state, ppid, pgrp.
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+        fields = _stat(Path(entry.path, "stat"))
+        if len(fields) > 2 and int(fields[2]) == pgid and (fields[0] != "Z" or _threads_alive(Path(entry.path))):
             members.append(int(entry.name))
     return members
+
+
+def _stat(path: Path) -> list[str]:
+    """A /proc stat's fields after the parenthesised command name: state, ppid, pgrp, ..."""
+    try:
+        return path.read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return []
+
+
+def _threads_alive(proc: Path) -> bool:
+    try:
+        tasks = list(os.scandir(proc / "task"))
+    except OSError:
+        return False
+    return any(_stat(Path(task.path, "stat"))[:1] not in ([], ["Z"]) for task in tasks)
 
 
 def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:
