@@ -18,6 +18,8 @@
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same at smaller sizes (about ten minutes on a quiet machine); both write bench/results/ and end with
 #                     `bench: cpu_per_replenishment_ms=X vs_temporal=Ax ... throughput_per_s=Z floor_per_s=F`
+#   make bench-partitions restate-server with 1 and with 2 partitions, back to back (minutes); ends with
+#                     `partitions: p1_cpu_ms=A p2_cpu_ms=B cpu_ratio=Rx ...`
 #   make bench-servers    the service on hypercorn and on granian, back to back (minutes); ends with
 #                     `servers: hypercorn_cpu_ms=H granian_cpu_ms=G cpu_ratio=Rx ... throughput_ratio=Tx`
 #   make bench-model-calls  only model calls per replenishment, Claude decider over the stand-in API (seconds);
@@ -43,7 +45,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots lint clean \
-	bench bench-quick bench-setup bench-model-calls bench-servers \
+	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions \
 	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
@@ -170,6 +172,9 @@ bench-quick: bench-setup
 # The service on hypercorn and on granian, back to back: CPU per replenishment and throughput.
 bench-servers: $(BENCH_INSTALLED) restate
 	$(BIN)/python -m bench.servers
+
+bench-partitions: $(BENCH_INSTALLED) restate
+	$(BIN)/python -m bench.partitions
 
 # No peers: the bench's own packages and Restate are enough.
 bench-model-calls: $(BENCH_INSTALLED) restate

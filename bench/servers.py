@@ -23,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,13 @@ def say(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-async def one_round(server: Server, workdir: Path, concurrency: int, count: int, tag: str) -> JSON:
+async def one_round(
+    server: Server, workdir: Path, concurrency: int, count: int, tag: str, engine_env: Mapping[str, str] | None = None
+) -> JSON:
+    """One fresh system (new data dir) with the service on `server` and restate-server given
+    `engine_env` on top of `restate.toml`: warmed up, then `count` replenishments measured."""
     os.environ[SERVER_SETTING] = server
-    system = Ours(workdir, name=f"servers-{tag}")
+    system = Ours(workdir, name=f"servers-{tag}", engine_env=engine_env)
     try:
         system.start()
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from anthropic_stand_in import STAND_IN_APP
@@ -139,17 +140,25 @@ class Ours(System):
     label = "ours (Restate)"
     restartable = False  # its cold state is "suspended": the `restate-suspending` system
 
-    def __init__(self, workdir: Path, inactivity_timeout: str | None = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        inactivity_timeout: str | None = None,
+        name: str | None = None,
+        engine_env: Mapping[str, str] | None = None,
+    ) -> None:
         if name:
             self.name = name
         self.inactivity_timeout = inactivity_timeout
+        # restate-server settings over `restate.toml` (RESTATE_* variables), for A/B rounds.
+        self.engine_env = dict(engine_env or {})
         if inactivity_timeout:
             self.label = f"ours (Restate, inactivity timeout {inactivity_timeout})"
         super().__init__(workdir)
 
     def start(self) -> None:
         ensure_restate()
-        env = {"RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL": "2s"}
+        env = {"RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL": "2s", **self.engine_env}
         if self.inactivity_timeout:
             env["RESTATE_WORKER__INVOKER__INACTIVITY_TIMEOUT"] = self.inactivity_timeout
         self.engine = RestateServer(

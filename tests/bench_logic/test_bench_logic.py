@@ -202,3 +202,14 @@ def test_the_readme_section_appears_only_with_model_calls_in_the_results() -> No
     assert "Ours, model calls per replenishment (Claude decider, stand-in API, 2 replenishments): " in text
     assert "stand-in's request log 5.5 (5 decisions, 0.5 reply readings), runs' ledgers 5.5" in text
     assert summary_line(with_calls) == summary_line(results)  # the closing line does not change
+
+
+def test_the_partitions_bench_refuses_two_equal_counts_before_starting_anything(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bench.partitions import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--counts", "2", "2"])
+    assert exit_.value.code == 2
+    assert "two different counts" in capsys.readouterr().err
