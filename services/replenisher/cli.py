@@ -28,7 +28,9 @@ from replenisher.timeline.format import clock, duration, shorten
 from replenisher.timeline.model import decision_from_approval
 from replenisher.timeline.restate import (
     Accepted,
+    Blocked,
     OperatorError,
+    PausedCall,
     RestateClient,
     ServiceDown,
     Unreachable,
@@ -39,6 +41,7 @@ EXIT_REFUSED = 1
 EXIT_UNREACHABLE = 3
 EXIT_SERVICE_DOWN = 4
 EXIT_ACCEPTED = 5
+EXIT_BLOCKED = 6
 DEFAULT_CONSOLE_PORT = 8090
 
 COMMANDS = """\
@@ -218,13 +221,15 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
             token_note = f"(not shown: {e})"
         finally:
             await inbox.aclose()
-    data = {"record": record, "run": view, "approval_token": token}
+    paused, paused_note = await paused_calls(client, record.sku, record.active.run_id if record.active else None)
+    data = {"record": record, "run": view, "approval_token": token, "paused": paused}
 
     def human() -> str:
         stats = record.stats
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_outcome.items())) or "none yet"
         watch = f"checked every {record.watch.interval_days:g} days" if record.watch.watching else "not watched"
         lines = [f"{record.sku}: {watch} · {record.runs_started} runs started · outcomes: {outcomes}"]
+        lines += paused_lines(paused, paused_note)
         if record.hold_until and record.hold_until > time.time():
             lines.append(f"resting until {clock(record.hold_until)} after a run that ended without goods")
         if record.active is None:
@@ -248,6 +253,23 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
 
     emit(args, data, human)
     return 0
+
+
+async def paused_calls(client: RestateClient, sku: str, run_id: str | None) -> tuple[list[PausedCall], str]:
+    """Calls of the SKU and its active run that Restate paused (they wait for a person), and a
+    note when Restate could not be asked."""
+    try:
+        return await client.paused([sku] + ([run_id] if run_id else [])), ""
+    except OperatorError as e:
+        return [], f"(paused calls not checked: {e})"
+
+
+def paused_lines(paused: Sequence[PausedCall], note: str) -> list[str]:
+    lines = [f"STOPPED: {p.line()}" for p in paused]
+    if any(p.holds_sku for p in paused):
+        lines.append("  every later check, message and approval for this SKU waits behind it")
+    lines += [f"  {p.remedy()}" for p in paused]
+    return lines + ([note] if note else [])
 
 
 def approval_story(approval: Any) -> str:
@@ -635,6 +657,13 @@ async def run_client_command(args: argparse.Namespace) -> int:
             else:
                 print(f"{e}.")
             return EXIT_ACCEPTED
+        except Blocked as e:
+            if args.json:
+                paused = e.paused.model_dump(mode="json")
+                print(json.dumps({"blocked": True, "invocation_id": e.invocation_id, "paused": paused}))
+            else:
+                print(f"{e}.")
+            return EXIT_BLOCKED
         if client.degraded is not None and not args.json and code != EXIT_ACCEPTED:
             print(down_banner(client).rstrip(), file=sys.stderr)
         return code

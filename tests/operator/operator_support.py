@@ -6,7 +6,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from e2e.scenario import Scenario, ok
+from replenisher.stack.admin import Admin
+from support import RegisteredService, eventually
 
 
 async def setup_lasting_quotes(scenario: Scenario, price: float = 4.0, reply_days: float = 0.5, **item: Any) -> None:
@@ -37,3 +41,45 @@ class CliResult:
 
 
 Cli = Callable[..., Awaitable[CliResult]]
+
+
+async def refused_attempts(admin: Admin, target: str) -> bool:
+    """Whether Restate recorded a refused attempt (RT0010: the service did not answer) of a call."""
+    rows = await admin.asql(
+        "SELECT e.event_json FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
+        f"WHERE i.target = '{target}'"
+    )
+    return any("RT0010" in r["event_json"] for r in rows)
+
+
+async def paused_check(scenario: Scenario, service: RegisteredService, ingress: httpx.AsyncClient, admin: Admin) -> str:
+    """A `check` of the scenario's SKU that Restate could not deliver while the service was
+    down, then paused (through the admin API, as `restate invocations pause` does); the service
+    is back when this returns. Its invocation id."""
+    service.kill()
+    try:
+        sent = await ingress.post(f"/SkuAgent/{scenario.sku}/check/send", headers={"idempotency-key": "held-check"})
+        assert sent.status_code == 202, sent.text
+        held: str = sent.json()["invocationId"]
+        await eventually(
+            lambda: refused_attempts(admin, f"SkuAgent/{scenario.sku}/check"), timeout=20, what="a refused attempt"
+        )
+        async with httpx.AsyncClient(base_url=admin.url, timeout=10) as api:
+            paused = await api.patch(f"/invocations/{held}/pause")
+        assert paused.status_code in (200, 202), paused.text
+
+        async def is_paused() -> bool:
+            rows = await admin.asql(f"SELECT status FROM sys_invocation WHERE id = '{held}'")
+            return rows == [{"status": "paused"}]
+
+        await eventually(is_paused, timeout=20, what=f"{held} to be paused")
+    finally:
+        service.restart()
+    return held
+
+
+async def resume(admin: Admin, invocation_id: str) -> None:
+    """What `restate invocations resume` does."""
+    async with httpx.AsyncClient(base_url=admin.url, timeout=10) as api:
+        resumed = await api.patch(f"/invocations/{invocation_id}/resume")
+    assert resumed.status_code in (200, 202), resumed.text

@@ -11,11 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from operator_support import setup_lasting_quotes
+from operator_support import paused_check, resume, setup_lasting_quotes
 from page_checks import PHONE, assert_page_fit_for_everyone
 from playwright.async_api import expect
 
 from e2e.scenario import Scenario
+from replenisher.stack.admin import Admin
 from replenisher.stack.processes import HypercornApp
 from support import RegisteredService, eventually
 
@@ -208,3 +209,53 @@ async def test_an_approval_above_the_confirmation_amount_takes_a_second_step(
     finally:
         await page.close()
     assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+
+
+async def test_a_sku_whose_call_restate_paused_is_flagged_stopped_with_how_to_resume_it(
+    browser: Any,
+    console: HypercornApp,
+    scenario: Scenario,
+    service: RegisteredService,
+    ingress: httpx.AsyncClient,
+    admin: Admin,
+    artifacts: Path,
+    axe: Path,
+) -> None:
+    await setup_lasting_quotes(scenario)
+    await scenario.configure()
+    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    phone = await browser.new_page(viewport=PHONE)
+    try:
+        await page.goto(f"{console.url}/skus/{scenario.sku}")
+        assert await page.locator("#stopped").count() == 0, "no banner while nothing is paused"
+        held = await paused_check(scenario, service, ingress, admin)
+
+        await page.goto(f"{console.url}/skus/{scenario.sku}")
+        banner = await page.locator("#stopped").inner_text()
+        assert "Stopped: Restate paused a call of this SKU." in banner, banner
+        assert f"SkuAgent/{scenario.sku}/check, invocation {held}" in banner and "RT0010" in banner
+        assert f"restate invocations resume {held}" in banner
+        assert "Every later check, message and approval for this SKU waits behind it." in banner
+        await page.screenshot(path=str(artifacts / "sku-stopped.png"), full_page=True)
+        await assert_page_fit_for_everyone(page, axe, "a SKU with a paused call")
+        await phone.goto(page.url)
+        await phone.screenshot(path=str(artifacts / "sku-stopped-phone.png"), full_page=True)
+        await assert_page_fit_for_everyone(phone, axe, "a SKU with a paused call (phone)")
+
+        await page.goto(f"{console.url}/skus?q={scenario.sku}&flag=failing")
+        row = page.locator("[data-flag=stopped]")
+        await expect(row).to_have_count(1)
+        assert "stopped" in (text := await row.inner_text()) and held in text, text
+        await page.screenshot(path=str(artifacts / "skus-stopped.png"), full_page=True)
+        await assert_page_fit_for_everyone(page, axe, "the SKUs with one stopped")
+
+        await resume(admin, held)
+
+        async def banner_gone() -> bool:
+            await page.goto(f"{console.url}/skus/{scenario.sku}")
+            return await page.locator("#stopped").count() == 0
+
+        await eventually(banner_gone, timeout=30, what="the banner to go once the call is resumed")
+    finally:
+        await page.close()
+        await phone.close()

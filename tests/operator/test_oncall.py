@@ -12,7 +12,7 @@ import time
 
 import httpx
 import pytest
-from operator_support import Cli, setup_lasting_quotes
+from operator_support import Cli, paused_check, refused_attempts, resume, setup_lasting_quotes
 
 from e2e.scenario import Scenario, ok
 from replenisher.console.overview import sku_rows
@@ -37,14 +37,6 @@ async def waiting_for_approval(scenario: Scenario, run_id: str) -> None:
         return bool(waiting) and waiting["tool"] == "wait_for_approval"
 
     await eventually(saved, timeout=20, what=f"{run_id} to wait for approval")
-
-
-async def refused_attempts(admin: Admin, target: str) -> bool:
-    rows = await admin.asql(
-        "SELECT e.event_json FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
-        f"WHERE i.target = '{target}'"
-    )
-    return any("RT0010" in r["event_json"] for r in rows)
 
 
 async def test_an_outage_band_lasts_as_long_as_the_service_was_down(
@@ -171,6 +163,10 @@ async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_
         assert watch.code == 5, watch
         assert f"Restate accepted `watch` for {scenario.sku} as invocation inv_" in watch.out, watch
         assert "will run when the service is back" in watch.out and "fail" not in watch.out + watch.err
+        # A handler without input (`check`) is found by its key too: no body is sent with it.
+        check = await cli("check", scenario.sku)
+        assert check.code == 5, check
+        assert f"Restate accepted `check` for {scenario.sku} as invocation inv_" in check.out, check
 
         approve = await cli("approve", scenario.sku, "--up-to", "4.00", "--note", "while down")
         assert approve.code == 5, approve
@@ -194,3 +190,52 @@ async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_
     [decided] = [o["decision"] for o in json.loads(outcomes.out)]
     assert decided.startswith("approved up to 4.00") and "by manager (cli)" in decided and "note: while down" in decided
     assert "approved up to 4.00" in (await cli("outcomes", scenario.sku)).out
+
+
+async def test_a_call_restate_paused_is_shown_by_status_and_a_check_behind_it_says_what_it_waits_for(
+    cli: Cli, scenario: Scenario, service: RegisteredService, ingress: httpx.AsyncClient, admin: Admin
+) -> None:
+    """Restate pauses an invocation whose retries ran out (or whose journal no longer matches
+    the code, or that a person paused): nothing runs it again until someone resumes it, and a
+    paused exclusive call of the SKU's agent holds every later one. Here Restate really pauses
+    a `check` it could not deliver while the service was down (through the admin API, as
+    `restate invocations pause` does), and the service comes back."""
+    await setup_lasting_quotes(scenario)
+    await scenario.configure()  # the SKU's agent exists, with nothing running
+    calm = await cli("status", scenario.sku)
+    assert calm.code == 0 and "STOPPED" not in calm.out, calm
+    held = await paused_check(scenario, service, ingress, admin)
+
+    status = await cli("status", scenario.sku)
+    assert status.code == 0, status
+    stopped = next(line for line in status.out.splitlines() if line.startswith("STOPPED: "))
+    assert f"`check` (SkuAgent/{scenario.sku}/check, invocation {held})" in stopped, status.out
+    assert "RT0010" in stopped and "Connection refused" in stopped, "why it paused: its last failure"
+    assert "every later check, message and approval for this SKU waits behind it" in status.out
+    assert f"restate invocations resume {held}" in status.out
+    [shown] = json.loads((await cli("status", scenario.sku, "--json")).out)["paused"]
+    assert shown["id"] == held and shown["target"] == f"SkuAgent/{scenario.sku}/check" and shown["code"] == "RT0010"
+
+    began = time.monotonic()
+    check = await cli("check", scenario.sku)
+    assert check.code == 6, check
+    assert f"Restate holds `check` for {scenario.sku} as invocation inv_" in check.out, check
+    behind = f"queued behind a paused call: Restate paused `check` (SkuAgent/{scenario.sku}/check, invocation {held})"
+    assert behind in check.out, check
+    assert f"restate invocations resume {held}" in check.out
+    assert time.monotonic() - began < 25, "said at once, not after the 30 s read timeout"
+    queued = check.out.split(" as invocation ", 1)[1].split(",", 1)[0]
+    assert queued.startswith("inv_") and queued != held
+
+    await resume(admin, held)
+
+    async def both_ran() -> bool:
+        rows = await admin.asql(
+            f"SELECT id FROM sys_invocation WHERE id IN ('{held}', '{queued}') AND status = 'completed'"
+        )
+        return len(rows) == 2
+
+    await eventually(both_ran, timeout=30, what="the resumed check and the one queued behind it to run")
+    assert (await scenario.status())["active"] is not None, "the resumed check started the replenishment"
+    after = await cli("status", scenario.sku)
+    assert after.code == 0 and "STOPPED" not in after.out, after

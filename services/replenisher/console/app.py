@@ -287,11 +287,15 @@ class Console:
 
     async def sku(self, request: Request, sku: str) -> Response:
         record = await self.client.sku_status(valid_sku(sku))
+        try:
+            paused = await self.client.paused([record.sku] + ([record.active.run_id] if record.active else []))
+        except OperatorError:
+            paused = []  # the page still shows what the agent holds
         if record.runs_started == 0:
-            return Response(pages.sku_detail(record, None, None))
+            return Response(pages.sku_detail(record, None, None, paused))
         run_id = chosen_run(record, None)
         timeline = await load_run_timeline(self.client, record, run_id)
-        return Response(pages.sku_detail(record, timeline, self._fragment_url(run_id)))
+        return Response(pages.sku_detail(record, timeline, self._fragment_url(run_id), paused))
 
     async def run(self, request: Request, sku: str, n: str) -> Response:
         timeline, run_id = await self._timeline(sku, n)

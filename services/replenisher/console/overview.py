@@ -17,7 +17,7 @@ from replenisher.domain.state import State
 from replenisher.timeline.build import is_outage_text
 from replenisher.timeline.format import clock
 from replenisher.timeline.model import Invocation, Waiting
-from replenisher.timeline.restate import OperatorError, RestateClient
+from replenisher.timeline.restate import OperatorError, PausedCall, RestateClient
 
 WAITING_ON = {"wait_for_approval": "manager", "wait_for_supplier_reply": "supplier", "wait_for_goods": "supplier"}
 FAILED_OUTCOMES = ("gave_up", "cancelled", "unknown")
@@ -39,6 +39,7 @@ class SkuRow(BaseModel):
     held_until: float | None = None
     asked_price: float | None = Field(default=None, description="the active run's PO price, or its best quote")
     supplier: str | None = Field(default=None, description="the active run's supplier, if it chose one")
+    paused: list[PausedCall] = Field(default_factory=list, description="its calls Restate paused")
 
     @property
     def awaiting_approval(self) -> bool:
@@ -54,8 +55,11 @@ class SkuRow(BaseModel):
 
     @property
     def failing(self) -> str | None:
-        """Why an on-call engineer should look: a step being retried, or a last run that ended
-        without goods and without a manager's no (a rejection is a decision, not a failure)."""
+        """Why an on-call engineer should look: a call Restate paused, a step being retried, or a
+        last run that ended without goods and without a manager's no (a rejection is a decision,
+        not a failure)."""
+        if self.paused:
+            return f"stopped: {self.paused[0].line()}"
         if self.retrying:
             return self.retrying
         o = self.last_outcome
@@ -115,13 +119,21 @@ async def sku_rows(client: RestateClient, catalogue: Catalogue | None = None) ->
     invocations = await client.run_invocations(active)
     since = await client.waiting_since([r for r in active if r in waiting])
     states = await client.run_states(active)
+    paused: dict[str, list[PausedCall]] = {}
+    for call in await client.paused():
+        paused.setdefault(call.sku, []).append(call)
     items = catalogue.items if catalogue else {}
     rows = {}
     for record in records:
         row = row_of(record, waiting, invocations, since)
         price, supplier = asked_of(states.get(row.active_run) if row.active_run else None)
         rows[record.sku] = row.model_copy(
-            update={"stock": items.get(record.sku), "asked_price": price, "supplier": supplier}
+            update={
+                "stock": items.get(record.sku),
+                "asked_price": price,
+                "supplier": supplier,
+                "paused": paused.get(record.sku, []),
+            }
         )
     for sku, item in items.items():
         rows.setdefault(sku, SkuRow(sku=sku, stock=item, has_agent=False))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
 from html import escape
 from urllib.parse import urlencode
@@ -17,7 +18,7 @@ from replenisher.timeline.format import clock, duration, until
 from replenisher.timeline.html import STYLE as TIMELINE_STYLE
 from replenisher.timeline.html import render_fragment
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import Health
+from replenisher.timeline.restate import Health, PausedCall
 
 SERVICE_DOWN: ContextVar[Health | None] = ContextVar("service_down", default=None)
 
@@ -65,7 +66,7 @@ button.approve { background: #15803d; border-color: #166534; color: #fff; }
 button.reject { background: #fff; border-color: #b91c1c; color: #b91c1c; }
 .tag { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 12px; background: #e5e7eb; }
 .tag.approval { background: #fef3c7; color: #92400e; }
-.tag.retrying { background: #fee2e2; color: #991b1b; }
+.tag.retrying, .tag.stopped { background: #fee2e2; color: #991b1b; }
 .tag.received { background: #dcfce7; color: #166534; }
 .warn { color: #b45309; }
 .card { background: #fff; padding: 14px 18px; box-shadow: 0 1px 2px #0001; margin-bottom: 14px; }
@@ -443,7 +444,17 @@ def _clip(text: str, limit: int = 140) -> str:
 
 def sku_state(r: SkuRow, now: float, budget: float | None, catalogue: Catalogue) -> str:
     parts = []
-    if r.retrying:
+    if r.paused:
+        first = r.paused[0]
+        since = f" since {clock(first.since)}" if first.since is not None else ""
+        code = f" ({first.code})" if first.code else ""
+        more = f" and {len(r.paused) - 1} more" if len(r.paused) > 1 else ""
+        parts.append(
+            f"<div data-flag=stopped><span class='tag stopped'>stopped</span> "
+            f"<span class=why>Restate paused {escape(first.handler)}{escape(since + code + more)}</span>"
+            f"<div class=muted>resume: <code>restate invocations resume {escape(first.id)}</code></div></div>"
+        )
+    elif r.retrying:
         parts.append(f"<span class='tag retrying'>retrying</span> <span class='muted why'>{_clip(r.retrying)}</span>")
     elif r.waiting is not None:
         since = f" for {duration(now - r.waiting_since)}" if r.waiting_since else ""
@@ -465,7 +476,7 @@ def sku_state(r: SkuRow, now: float, budget: float | None, catalogue: Catalogue)
         parts.append("<span class=muted>idle</span>")
     if r.over_budget(budget) and r.asked_price is not None:
         parts.append(f" <span class='tag over' data-flag=over-budget>{r.asked_price:.2f} over budget</span>")
-    if r.failing and not r.retrying:
+    if r.failing and not r.retrying and not r.paused:
         parts.append(f"<div class='warn why' data-flag=failing>{_clip(r.failing)}</div>")
     return "".join(parts)
 
@@ -559,7 +570,32 @@ def skus(
     return page("SKUs", body, "skus")
 
 
-def sku_detail(record: SkuRecord, timeline: Timeline | None, fragment_url: str | None) -> str:
+def paused_card(paused: Sequence[PausedCall]) -> str:
+    """Calls Restate paused: nothing runs them until a person resumes them."""
+    if not paused:
+        return ""
+    items = "".join(
+        f"<li><b>{escape(p.handler)}</b> ({escape(p.target)}, invocation {escape(p.id)})"
+        f"{escape(p.when_and_why())}."
+        f"<div>It runs again only when resumed. Once the cause is fixed: "
+        f"<code>restate invocations resume {escape(p.id)}</code>; the whole error: "
+        f"<code>restate invocations describe {escape(p.id)}</code></div></li>"
+        for p in paused
+    )
+    holds = (
+        " Every later check, message and approval for this SKU waits behind it."
+        if any(p.holds_sku for p in paused)
+        else ""
+    )
+    return (
+        f"<div class='flash error' role=alert id=stopped><b>Stopped: Restate paused a call of this SKU.</b>"
+        f"{holds}<ul>{items}</ul></div>"
+    )
+
+
+def sku_detail(
+    record: SkuRecord, timeline: Timeline | None, fragment_url: str | None, paused: Sequence[PausedCall] = ()
+) -> str:
     runs = []
     outcomes = {o.run_id: o for o in record.outcomes}
     for n in range(record.runs_started, 0, -1):
@@ -581,7 +617,8 @@ def sku_detail(record: SkuRecord, timeline: Timeline | None, fragment_url: str |
         )
         kept = f"<div class=card><b>Kept messages</b> (no run read them)<ul>{items}</ul></div>"
     body = (
-        f"<h1>{escape(record.sku)}</h1><div class=card>watched: {'yes' if record.watch.watching else 'no'} · "
+        f"<h1>{escape(record.sku)}</h1>{paused_card(paused)}"
+        f"<div class=card>watched: {'yes' if record.watch.watching else 'no'} · "
         f"runs: {record.runs_started} · outcomes: {escape(by_outcome)}"
         f"<ul>{''.join(runs) or '<li class=muted>no replenishment yet</li>'}</ul></div>{kept}"
     )

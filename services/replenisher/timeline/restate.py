@@ -84,6 +84,63 @@ class Health(BaseModel):
         return f"the replenisher service is down{since} (Restate answers, the service does not: {self.error}){held}"
 
 
+class PausedCall(BaseModel):
+    """An invocation Restate paused: it runs again only when a person resumes it.
+
+    Restate pauses an invocation whose retries ran out (`default-retry-policy`, e.g. a service
+    away longer than that), one whose journal the code no longer matches, or one an operator
+    paused. A paused exclusive call of a SKU's agent holds the SKU: every later call to it
+    that is not a read waits behind it.
+    """
+
+    id: str
+    target: str = Field(description="service/key/handler, e.g. SkuAgent/SKU-1/check")
+    since: float | None = Field(default=None, description="when Restate last changed it (it paused then)")
+    error: str | None = Field(default=None, description="its last failure, one line")
+    code: str | None = None
+
+    @property
+    def handler(self) -> str:
+        return self.target.rsplit("/", 1)[-1]
+
+    @property
+    def holds_sku(self) -> bool:
+        return self.target.startswith("SkuAgent/")
+
+    @property
+    def sku(self) -> str:
+        """The SKU it belongs to: the agent's key, or the SKU in a run's id (replenish-SKU-N)."""
+        key = self.target.split("/", 2)[1]
+        return key if self.holds_sku else key.removeprefix("replenish-").rsplit("-", 1)[0]
+
+    def when_and_why(self) -> str:
+        """` at <time> after <code> <error>`, as far as Restate knows them."""
+        since = f" at {clock(self.since)}" if self.since is not None else ""
+        code = f"{self.code} " if self.code else ""
+        return since + (f" after {code}{self.error}" if self.error else "")
+
+    def line(self) -> str:
+        return f"Restate paused `{self.handler}` ({self.target}, invocation {self.id}){self.when_and_why()}"
+
+    def remedy(self) -> str:
+        return (
+            f"it runs again only when resumed: fix the cause, then `restate invocations resume {self.id}` "
+            f"(`restate invocations describe {self.id}` shows the whole error)"
+        )
+
+
+class Blocked(OperatorError):
+    """The call waits behind a paused invocation of the same SKU: it runs once that one is resumed."""
+
+    def __init__(self, what: str, invocation_id: str | None, paused: PausedCall) -> None:
+        ident = f" as invocation {invocation_id}" if invocation_id else ""
+        held = f"Restate holds {what}{ident}, queued" if invocation_id else f"{what} is queued"
+        super().__init__(f"{held} behind a paused call: {paused.line()}; {paused.remedy()}")
+        self.what = what
+        self.invocation_id = invocation_id
+        self.paused = paused
+
+
 class ServiceDown(OperatorError):
     """Restate is up, but its attempts to reach the replenisher service are refused."""
 
@@ -190,6 +247,11 @@ class RestateClient:
                         raise Accepted(_what(path), await self._invocation_of(path, body, idempotency_key), health)
                     await self._drop_abandoned_read(path, began)
                     raise ServiceDown(health)
+                # A change that waits behind a paused call of its SKU would wait for a person.
+                holding = await self._paused_holding(path) if idempotency_key is not None else None
+                if holding is not None and idempotency_key is not None:
+                    call.cancel()
+                    raise Blocked(_what(path), await self._invocation_of(path, body, idempotency_key), holding)
             response = await call
         finally:
             if not call.done():
@@ -232,7 +294,7 @@ class RestateClient:
     async def _invocation_of(self, path: str, body: Any, idempotency_key: str) -> str | None:
         # The same key attaches to the call Restate already holds: its id, and no second call.
         try:
-            return await self.send(path, body if body is not None else {}, idempotency_key)
+            return await self.send(path, body, idempotency_key)
         except OperatorError:
             return None
 
@@ -273,6 +335,39 @@ class RestateClient:
             waiting_invocations=len(refused),
             next_attempt_at=min(nexts) if nexts else None,
         )
+
+    async def paused(self, keys: list[str] | None = None) -> list[PausedCall]:
+        """Paused invocations of the SkuAgent, Replenish and RunArchive objects with these keys
+        (a SKU, its runs' ids), or of all of them (`None`), oldest first."""
+        if keys is not None and not keys:
+            return []
+        only = f"AND target_service_key IN ({', '.join(literal(k) for k in keys)}) " if keys is not None else ""
+        rows = await self.sql(
+            "SELECT id, target, modified_at, last_failure, last_failure_error_code FROM sys_invocation "
+            "WHERE status = 'paused' AND target_service_name IN ('SkuAgent', 'Replenish', 'RunArchive') "
+            f"{only}ORDER BY modified_at"
+        )
+        return [
+            PausedCall(
+                id=str(r["id"]),
+                target=str(r["target"]),
+                since=epoch(r.get("modified_at")),
+                error=error_text(r["last_failure"]) if r.get("last_failure") else None,
+                code=r.get("last_failure_error_code") or None,
+            )
+            for r in rows
+        ]
+
+    async def _paused_holding(self, path: str) -> PausedCall | None:
+        """The paused call that holds a SKU's agent this call is for (only exclusive calls wait)."""
+        parts = path.strip("/").split("/")
+        if len(parts) < 3 or parts[0] != "SkuAgent":
+            return None
+        try:
+            found = await self.paused([parts[1]])
+        except OperatorError:
+            return None
+        return next((p for p in found if p.holds_sku), None)
 
     async def _health_or_none(self) -> Health | None:
         try:
