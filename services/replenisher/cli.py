@@ -3,7 +3,9 @@
 Human-readable output by default, `--json` for scripts. Exit codes: 0 done; 1 refused, not
 found, or nothing to approve; 2 bad usage; 3 Restate not reachable; 4 the replenisher
 service is down (Restate answers, the service does not) and nothing was done; 5 the service
-is down, but Restate accepted the command and runs it when the service is back.
+is down, but Restate accepted the command and runs it when the service is back; 6 Restate
+holds the command behind a call of the same SKU that it paused, and runs it once that one is
+resumed.
 """
 
 from __future__ import annotations
