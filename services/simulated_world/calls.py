@@ -69,7 +69,8 @@ class CallLog:
         # not grow with the calls piled up, which a benchmark can time a wake by.
         self._first: OrderedDict[Key, float] = OrderedDict()
         self._capacity = capacity
-        self._waiters: dict[Key, asyncio.Event] = {}
+        # Who is waiting for a first call: the event they wait on, and how many wait on it.
+        self._waiters: dict[Key, tuple[asyncio.Event, int]] = {}
 
     def record(self, call: CallRecord) -> None:
         self._calls.append(call)
@@ -79,20 +80,34 @@ class CallLog:
                 self._first[key] = call.at
                 if len(self._first) > self._capacity:
                     self._first.popitem(last=False)
-                waiter = self._waiters.pop(key, None)
-                if waiter is not None:
-                    waiter.set()
+                waiting = self._waiters.pop(key, None)
+                if waiting is not None:
+                    waiting[0].set()
 
     async def first(self, query: FirstCallQuery) -> FirstCall:
         """The first call of `op` about `sku`, waiting up to `query.wait` seconds for it."""
         key = (query.sku, query.op)
         if key not in self._first and query.wait > 0:
-            waiter = self._waiters.setdefault(key, asyncio.Event())
+            event, count = self._waiters.get(key, (asyncio.Event(), 0))
+            self._waiters[key] = (event, count + 1)
             try:
-                await asyncio.wait_for(waiter.wait(), query.wait)
+                await asyncio.wait_for(event.wait(), query.wait)
             except TimeoutError:
                 pass
+            finally:
+                # The last one to give up takes the event away: no waiter outlives its waits.
+                current = self._waiters.get(key)
+                if current is not None and current[0] is event:
+                    if current[1] <= 1:
+                        del self._waiters[key]
+                    else:
+                        self._waiters[key] = (event, current[1] - 1)
         return FirstCall(sku=query.sku, op=query.op, at=self._first.get(key))
+
+    @property
+    def waiting_keys(self) -> int:
+        """How many (SKU, operation) pairs someone waits on a first call for now."""
+        return len(self._waiters)
 
     def find(self, where: CallFilter) -> list[CallRecord]:
         wanted = where.model_dump(exclude_none=True)

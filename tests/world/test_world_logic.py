@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from pydantic import ValidationError
 
 from replenisher.domain.documents import ApprovalRequest, GoodsReceipt, PurchaseOrder, QuoteRequest
-from simulated_world.calls import CallFilter, CallLog, CallRecord
+from simulated_world.calls import CallFilter, CallLog, CallRecord, FirstCallQuery
 from simulated_world.catalogue import DEMO_BUDGET, demo, load
 from simulated_world.clock import Clock
 from simulated_world.erp import BookedReceipt, Erp, ItemSetup, level_after
@@ -305,3 +307,19 @@ async def test_messenger_retries_5xx_in_order_and_gives_up_only_on_4xx() -> None
         ("rejected", 1),
     ]
     assert idempotency_key("approval", "PO 1/ä", 2) == "world-approval-PO%201%2F%C3%A4-2"
+
+
+async def test_a_first_call_wait_leaves_nothing_behind_once_it_ends_either_way() -> None:
+    log = CallLog()
+    quote = FirstCallQuery(sku="S1", op="quote", wait=0.05)
+    assert (await log.first(quote)).at is None, "nobody called"
+    assert log.waiting_keys == 0, "a wait that timed out is not kept"
+
+    # Two wait together; one gives up, the other still gets the call when it comes.
+    short = asyncio.ensure_future(log.first(quote))
+    long = asyncio.ensure_future(log.first(quote.model_copy(update={"wait": 5.0})))
+    assert (await short).at is None
+    assert log.waiting_keys == 1, "the other still waits"
+    log.record(CallRecord(at=7, service="supplier", op="quote", supplier="a", sku="S1", status=200))
+    assert (await asyncio.wait_for(long, 2)).at == 7
+    assert log.waiting_keys == 0
