@@ -299,9 +299,21 @@ def _between_day_by_day(calendar: BusinessCalendar, start: float, end: float) ->
 WEEKDAYS_ALL = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
-def test_skipping_whole_weeks_gives_what_counting_every_day_gives() -> None:
+def test_skipping_whole_weeks_gives_what_counting_every_day_gives(monkeypatch: pytest.MonkeyPatch) -> None:
     import random
 
+    # Every True answer is a whole week skipped: `add` and `business_days_between` ask only
+    # when they would skip one (see their conditions), so the count shows the path really ran.
+    plain_week = BusinessCalendar._plain_week
+    skips = 0
+
+    def counted(calendar: BusinessCalendar, day: date) -> bool:
+        nonlocal skips
+        answer = plain_week(calendar, day)
+        skips += answer
+        return answer
+
+    monkeypatch.setattr(BusinessCalendar, "_plain_week", counted)
     rng = random.Random(16)
     calendars = [
         BusinessCalendar(),
@@ -330,3 +342,4 @@ def test_skipping_whole_weeks_gives_what_counting_every_day_gives() -> None:
             )
             skipped += days > 14
     assert skipped > 100  # the long waits, the ones a week at a time serves, were among them
+    assert skips > 10_000, f"only {skips} weeks were skipped: the comparison did not exercise the skipping"
