@@ -1,7 +1,9 @@
-"""Where our service's CPU goes during full replenishments: py-spy samples, summed by module.
+"""Where our service's CPU goes during full replenishments: py-spy samples, summed by module;
+and where the engine's goes, from `perf` samples of restate-server (`bench.engine_profile`).
 
-A separate pass (the sampler costs CPU of its own, so it never runs during a measured one):
-a fresh stack, a burst of replenishments at concurrency 50, the service sampled throughout.
+A separate pass (the samplers cost CPU of their own, so they never run during a measured one):
+a fresh stack, a burst of replenishments at concurrency 50, the service and the engine sampled
+throughout.
 The share in the adapters (httpx and `replenisher.adapters`) is the issue's question of how
 much of a replenishment's CPU the outside calls cost us.
 """
@@ -18,6 +20,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.engine_profile import EngineSampler, unavailable
 from bench.scenarios import Driver
 from bench.systems import Ours
 
@@ -139,13 +142,15 @@ async def _profile_wake(system: Ours, say: Callable[[str], None], runs: int = 15
         ids = await driver.start_bench_runs(steps, runs, "prof")
         await driver.wait_bench_ready(ids)
         await asyncio.sleep(2.5)  # past the inactivity timeout: every run suspended
+        engine = await _engine_sampler(system, "perf-wake.data", say)
         sampler = await _sampled(system.service.pid, raw, rate=1000)
         woke = await driver.wake(ids)
         await _stop(sampler, raw)
+        engine_summary = await engine.stop() if engine else {"unavailable": unavailable()}
     summary = summarise(raw)
     summary["cpu_ms_per_wake"] = woke["cpu_ms_per_op"]
-    for group, share in summary["share"].items():
-        say(f"  {share * 100:5.1f}%  {group}")
+    summary["engine"] = engine_summary
+    _say_shares(say, summary, engine_summary)
     return summary
 
 
@@ -155,12 +160,31 @@ async def _profile(system: Ours, say: Callable[[str], None], concurrency: int, c
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         driver = Driver(system, session, say)
         await driver.throughput(5, 10, "warm")
+        engine = await _engine_sampler(system, "perf.data", say)
         sampler = await _sampled(system.service.pid, raw)
         level = await driver.throughput(concurrency, count, "prof")
         await _stop(sampler, raw)
+        engine_summary = await engine.stop() if engine else {"unavailable": unavailable()}
     summary = summarise(raw)
     summary["throughput_while_sampled"] = level["per_s"]
     summary["cpu_ms_per_replenishment"] = level["cpu_ms_per_op"]
-    for group, share in summary["share"].items():
-        say(f"  {share * 100:5.1f}%  {group}")
+    summary["engine"] = engine_summary
+    _say_shares(say, summary, engine_summary)
     return summary
+
+
+async def _engine_sampler(system: Ours, name: str, say: Callable[[str], None]) -> EngineSampler | None:
+    why = await asyncio.to_thread(unavailable)
+    if why is not None or system.restate.pid is None:
+        say(f"  the engine is not sampled: {why or 'restate-server has no pid'}")
+        return None
+    sampler = EngineSampler(system.restate.pid, system.workdir / name)
+    await sampler.start()
+    return sampler
+
+
+def _say_shares(say: Callable[[str], None], service: dict[str, Any], engine: dict[str, Any]) -> None:
+    for group, share in service["share"].items():
+        say(f"  service {share * 100:5.1f}%  {group}")
+    for group, share in (engine.get("share") or {}).items():
+        say(f"  engine  {share * 100:5.1f}%  {group}")

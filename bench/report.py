@@ -615,6 +615,30 @@ def profile_table(results: JSON) -> list[str]:
         if hottest:
             frames = "; ".join(f"`{h['frame']}` {h['share'] * 100:.0f}%" for h in hottest[:5])
             lines += ["", f"Hottest frames of the service's own CPU, {label}: {frames}."]
+    return lines + engine_profile_table(profile, wake)
+
+
+def engine_profile_table(profile: JSON, wake: JSON) -> list[str]:
+    """restate-server's CPU by layer, from `perf` in the same pass; or why it was not sampled."""
+    engine, engine_wake = profile.get("engine") or {}, wake.get("engine") or {}
+    if not engine.get("share"):
+        why = engine.get("unavailable")
+        return ["", f"The engine (restate-server) was not sampled in this run: {why}."] if why else []
+    lines = [
+        "",
+        f"Where the engine's CPU goes (`perf record` on restate-server, the same pass; {engine.get('samples')} "
+        "samples replenishing" + (f", {engine_wake.get('samples')} waking" if engine_wake.get("share") else "") + "):",
+        "",
+        "| layer | replenishing | waking |",
+        "|---|---|---|",
+    ]
+    for group, share in engine["share"].items():
+        waking = f"{engine_wake['share'].get(group, 0) * 100:.0f}%" if engine_wake.get("share") else "n/a"
+        lines.append(f"| {group} | {share * 100:.0f}% | {waking} |")
+    hottest = engine.get("top_self") or []
+    if hottest:
+        symbols = "; ".join(f"`{h['symbol']}` {h['share'] * 100:.0f}%" for h in hottest[:6])
+        lines += ["", f"Hottest symbols of the engine's CPU, replenishing: {symbols}."]
     return lines
 
 

@@ -213,3 +213,54 @@ def test_the_partitions_bench_refuses_two_equal_counts_before_starting_anything(
         main(["--counts", "2", "2"])
     assert exit_.value.code == 2
     assert "two different counts" in capsys.readouterr().err
+
+
+PERF_REPORT = """# Samples: 12K of event 'cpu-clock:pppH'
+#
+    12.00%  [k] finish_task_switch.isra.0
+     6.00%  [.] memcpy
+     4.00%  [k] iowrite16
+     3.00%  [.] rocksdb::InlineSkipList<rocksdb::MemTableRep::KeyComparator const&>::FindSpliceForLevel<true>
+     2.00%  [.] ZSTD_compressBlock_doubleFast
+     2.00%  [.] restate_worker::partition::PartitionProcessor<T>::run_inner::{{closure}}
+     1.00%  [.] <metrics_exporter_prometheus::recorder::PrometheusRecorder as metrics::recorder::Recorder>::register
+     1.00%  [k] tcp_sendmsg_locked
+     1.00%  [.] some_unknown_symbol
+"""
+
+
+def test_the_engines_samples_go_to_their_layers_and_add_up_to_the_whole() -> None:
+    from bench.engine_profile import KERNEL_OTHER, USER_OTHER, summarise_report
+
+    summary = summarise_report(PERF_REPORT)
+    share = summary["share"]
+    assert abs(sum(share.values()) - 1) < 0.01
+    total = 32.0
+
+    def near(x: float, within: float) -> Any:
+        return pytest.approx(x, abs=within)
+
+    assert share["kernel: switching and waking threads"] == near(12 / total, 0.001)
+    assert share["kernel: disk writes and syncs"] == near(4 / total, 0.001)
+    assert share["kernel: loopback network (to the service)"] == near(1 / total, 0.001)
+    assert share["copies and allocation (memcpy, jemalloc)"] == near(6 / total, 0.001)
+    assert share["RocksDB (memtables, writes, reads)"] == near(3 / total, 0.001)
+    assert share["compression (zstd, lz4: RocksDB's blocks and WAL)"] == near(2 / total, 0.001)
+    assert share["metrics and tracing"] == near(1 / total, 0.001), "prometheus's own symbols, not Restate's"
+    assert share["Restate: partition processor, invoker, log, ingress (restate_*)"] == near(2 / total, 0.001)
+    assert share[USER_OTHER] == near(1 / total, 0.001) and share[KERNEL_OTHER] == 0
+    assert summary["top_self"][0] == {"symbol": "[k] finish_task_switch.isra.0", "share": near(12 / total, 0.001)}
+    assert summarise_report("# nothing sampled\n") == {}
+
+
+def test_the_report_says_why_the_engine_was_not_sampled() -> None:
+    from bench.engine_profile import summarise_report
+    from bench.report import engine_profile_table
+
+    lines = engine_profile_table({"engine": {"unavailable": "perf is not installed (Debian: linux-perf)"}}, {})
+    why = "perf is not installed (Debian: linux-perf)"
+    assert lines[-1] == f"The engine (restate-server) was not sampled in this run: {why}."
+
+    table = engine_profile_table({"engine": summarise_report(PERF_REPORT) | {"samples": "12K"}}, {})
+    assert "| kernel: switching and waking threads | 38% | n/a |" in table
+    assert any(line.startswith("Hottest symbols of the engine's CPU") for line in table)
