@@ -20,16 +20,22 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from bench.servers import JSON, median, one_round, say
-from replenisher.stack.processes import service_server
+# The measuring side (bench.servers, and through it psutil and aiohttp from the `bench` extra)
+# is imported only once the arguments are good: a bad command line is refused without it.
 
 SETTING = "RESTATE_DEFAULT_NUM_PARTITIONS"
 
 
-async def compare(counts: list[int], rounds: int, concurrency: int, count: int, workdir: Path) -> dict[int, list[JSON]]:
+async def compare(
+    counts: list[int], rounds: int, concurrency: int, count: int, workdir: Path
+) -> dict[int, list[dict[str, Any]]]:
+    from bench.servers import one_round, say
+    from replenisher.stack.processes import service_server
+
     server = service_server()
-    found: dict[int, list[JSON]] = {n: [] for n in counts}
+    found: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
     for i in range(rounds):
         for n in counts:
             say(f"round {i + 1} of {rounds}: {n} partition(s), {count} replenishments at concurrency {concurrency}")
@@ -51,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any(n < 1 for n in args.counts) or args.counts[0] == args.counts[1]:
         parser.error("--counts takes two different counts, each at least 1")
+    from bench.servers import median, say
+
     workdir = Path(tempfile.mkdtemp(prefix="replenisher-partitions-"))
     try:
         found = asyncio.run(compare(args.counts, args.rounds, args.concurrency, args.count, workdir))
