@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.costs import CostLedger
+from replenisher.domain.sku import SkuRecord
 from replenisher.timeline.format import clock, duration, shorten
 from replenisher.timeline.model import decision_from_approval
 from replenisher.timeline.restate import (
@@ -223,7 +224,7 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
             token_note = f"(not shown: {e})"
         finally:
             await inbox.aclose()
-    paused, paused_note = await paused_calls(client, record.sku, record.active.run_id if record.active else None)
+    paused, paused_note = await paused_calls(client, record)
     data = {"record": record, "run": view, "approval_token": token, "paused": paused}
 
     def human() -> str:
@@ -257,11 +258,11 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
     return 0
 
 
-async def paused_calls(client: RestateClient, sku: str, run_id: str | None) -> tuple[list[PausedCall], str]:
+async def paused_calls(client: RestateClient, record: SkuRecord) -> tuple[list[PausedCall], str]:
     """Calls of the SKU and its active run that Restate paused (they wait for a person), and a
     note when Restate could not be asked."""
     try:
-        return await client.paused([sku] + ([run_id] if run_id else [])), ""
+        return await client.paused_of(record), ""
     except OperatorError as e:
         return [], f"(paused calls not checked: {e})"
 

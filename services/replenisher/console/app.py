@@ -288,7 +288,7 @@ class Console:
     async def sku(self, request: Request, sku: str) -> Response:
         record = await self.client.sku_status(valid_sku(sku))
         try:
-            paused = await self.client.paused([record.sku] + ([record.active.run_id] if record.active else []))
+            paused = await self.client.paused_of(record)
         except OperatorError:
             paused = []  # the page still shows what the agent holds
         if record.runs_started == 0:

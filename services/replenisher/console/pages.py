@@ -18,7 +18,7 @@ from replenisher.timeline.format import clock, duration, until
 from replenisher.timeline.html import STYLE as TIMELINE_STYLE
 from replenisher.timeline.html import render_fragment
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import Health, PausedCall
+from replenisher.timeline.restate import Health, PausedCall, sku_and_number_of
 
 SERVICE_DOWN: ContextVar[Health | None] = ContextVar("service_down", default=None)
 
@@ -665,7 +665,7 @@ def settled(timeline: Timeline) -> bool:
 
 
 def run_href(run_id: str) -> str:
-    sku, number = run_id.removeprefix("replenish-").rsplit("-", 1)
+    sku, number = sku_and_number_of(run_id)
     return f"/skus/{escape(sku)}/runs/{escape(number)}"
 
 

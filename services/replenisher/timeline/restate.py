@@ -111,7 +111,7 @@ class PausedCall(BaseModel):
     def sku(self) -> str:
         """The SKU it belongs to: the agent's key, or the SKU in a run's id (replenish-SKU-N)."""
         key = self.target.split("/", 2)[1]
-        return key if self.holds_sku else key.removeprefix("replenish-").rsplit("-", 1)[0]
+        return key if self.holds_sku else sku_and_number_of(key)[0]
 
     def when_and_why(self) -> str:
         """` at <time> after <code> <error>`, as far as Restate knows them."""
@@ -185,6 +185,12 @@ def run_id_of(sku: str, number: int) -> str:
     return f"replenish-{sku}-{number}"
 
 
+def sku_and_number_of(run_id: str) -> tuple[str, str]:
+    """`run_id_of` undone: the SKU and the run's number (a SKU may hold dashes, the number not)."""
+    sku, number = run_id.removeprefix("replenish-").rsplit("-", 1)
+    return sku, number
+
+
 class RestateClient:
     def __init__(
         self,
@@ -248,8 +254,7 @@ class RestateClient:
                     await self._drop_abandoned_read(path, began)
                     raise ServiceDown(health)
                 # A change that waits behind a paused call of its SKU would wait for a person.
-                holding = await self._paused_holding(path) if idempotency_key is not None else None
-                if holding is not None and idempotency_key is not None:
+                if idempotency_key is not None and (holding := await self._paused_holding(path)) is not None:
                     call.cancel()
                     raise Blocked(_what(path), await self._invocation_of(path, body, idempotency_key), holding)
             response = await call
@@ -357,6 +362,10 @@ class RestateClient:
             )
             for r in rows
         ]
+
+    async def paused_of(self, record: SkuRecord) -> list[PausedCall]:
+        """The paused calls of a SKU's agent and of its active run."""
+        return await self.paused([record.sku] + ([record.active.run_id] if record.active else []))
 
     async def _paused_holding(self, path: str) -> PausedCall | None:
         """The paused call that holds a SKU's agent this call is for (only exclusive calls wait)."""
