@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.ab import comparison, median
+
 # The measuring side (bench.servers, and through it psutil and aiohttp from the `bench` extra)
 # is imported only once the arguments are good: a bad command line is refused without it.
 
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any(n < 1 for n in args.counts) or args.counts[0] == args.counts[1]:
         parser.error("--counts takes two different counts, each at least 1")
-    from bench.servers import median, say
+    from bench.servers import say
 
     workdir = Path(tempfile.mkdtemp(prefix="replenisher-partitions-"))
     try:
@@ -71,14 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             f"over {len(rows)} rounds"
         )
     a, b = args.counts
-    fa, fb = found[a], found[b]
-    print(
-        f"partitions: p{a}_cpu_ms={median(fa, 'cpu_ms'):.1f} p{b}_cpu_ms={median(fb, 'cpu_ms'):.1f} "
-        f"cpu_ratio={median(fa, 'cpu_ms') / median(fb, 'cpu_ms'):.2f}x "
-        f"p{a}_per_s={median(fa, 'per_s'):.2f} p{b}_per_s={median(fb, 'per_s'):.2f} "
-        f"throughput_ratio={median(fa, 'per_s') / median(fb, 'per_s'):.2f}x",
-        flush=True,
-    )
+    print(comparison("partitions", (f"p{a}", found[a]), (f"p{b}", found[b]), over=f"p{a}"), flush=True)
     return 0
 
 

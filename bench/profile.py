@@ -142,11 +142,11 @@ async def _profile_wake(system: Ours, say: Callable[[str], None], runs: int = 15
         ids = await driver.start_bench_runs(steps, runs, "prof")
         await driver.wait_bench_ready(ids)
         await asyncio.sleep(2.5)  # past the inactivity timeout: every run suspended
-        engine = await _engine_sampler(system, "perf-wake.data", say)
+        engine, why = await _engine_sampler(system, "perf-wake.data", say)
         sampler = await _sampled(system.service.pid, raw, rate=1000)
         woke = await driver.wake(ids)
         await _stop(sampler, raw)
-        engine_summary = await engine.stop() if engine else {"unavailable": unavailable()}
+        engine_summary = await engine.stop() if engine else {"unavailable": why}
     summary = summarise(raw)
     summary["cpu_ms_per_wake"] = woke["cpu_ms_per_op"]
     summary["engine"] = engine_summary
@@ -160,11 +160,11 @@ async def _profile(system: Ours, say: Callable[[str], None], concurrency: int, c
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         driver = Driver(system, session, say)
         await driver.throughput(5, 10, "warm")
-        engine = await _engine_sampler(system, "perf.data", say)
+        engine, why = await _engine_sampler(system, "perf.data", say)
         sampler = await _sampled(system.service.pid, raw)
         level = await driver.throughput(concurrency, count, "prof")
         await _stop(sampler, raw)
-        engine_summary = await engine.stop() if engine else {"unavailable": unavailable()}
+        engine_summary = await engine.stop() if engine else {"unavailable": why}
     summary = summarise(raw)
     summary["throughput_while_sampled"] = level["per_s"]
     summary["cpu_ms_per_replenishment"] = level["cpu_ms_per_op"]
@@ -173,14 +173,19 @@ async def _profile(system: Ours, say: Callable[[str], None], concurrency: int, c
     return summary
 
 
-async def _engine_sampler(system: Ours, name: str, say: Callable[[str], None]) -> EngineSampler | None:
+async def _engine_sampler(
+    system: Ours, name: str, say: Callable[[str], None]
+) -> tuple[EngineSampler | None, str | None]:
+    """`perf` started on restate-server, or None and why it cannot sample here."""
     why = await asyncio.to_thread(unavailable)
-    if why is not None or system.restate.pid is None:
-        say(f"  the engine is not sampled: {why or 'restate-server has no pid'}")
-        return None
+    if why is None and system.restate.pid is None:
+        why = "restate-server has no pid"
+    if why is not None:
+        say(f"  the engine is not sampled: {why}")
+        return None, why
     sampler = EngineSampler(system.restate.pid, system.workdir / name)
     await sampler.start()
-    return sampler
+    return sampler, None
 
 
 def _say_shares(say: Callable[[str], None], service: dict[str, Any], engine: dict[str, Any]) -> None:

@@ -607,15 +607,22 @@ def profile_table(results: JSON) -> list[str]:
         "| layer | replenishing | waking |",
         "|---|---|---|",
     ]
-    for group, share in profile["share"].items():
-        waking = f"{wake['share'].get(group, 0) * 100:.0f}%" if wake.get("share") else "n/a"
-        lines.append(f"| {group} | {share * 100:.0f}% | {waking} |")
+    lines += layer_rows(profile["share"], wake.get("share"))
     for label, part in (("replenishing", profile), ("waking", wake)):
         hottest = part.get("top_self") or []
         if hottest:
             frames = "; ".join(f"`{h['frame']}` {h['share'] * 100:.0f}%" for h in hottest[:5])
             lines += ["", f"Hottest frames of the service's own CPU, {label}: {frames}."]
     return lines + engine_profile_table(profile, wake)
+
+
+def layer_rows(replenishing: dict[str, float], waking: dict[str, float] | None) -> list[str]:
+    """A profile table's rows: each layer's share replenishing and waking (n/a: no wake profile)."""
+    rows = []
+    for group, share in replenishing.items():
+        woke = f"{waking.get(group, 0) * 100:.0f}%" if waking else "n/a"
+        rows.append(f"| {group} | {share * 100:.0f}% | {woke} |")
+    return rows
 
 
 def engine_profile_table(profile: JSON, wake: JSON) -> list[str]:
@@ -632,9 +639,7 @@ def engine_profile_table(profile: JSON, wake: JSON) -> list[str]:
         "| layer | replenishing | waking |",
         "|---|---|---|",
     ]
-    for group, share in engine["share"].items():
-        waking = f"{engine_wake['share'].get(group, 0) * 100:.0f}%" if engine_wake.get("share") else "n/a"
-        lines.append(f"| {group} | {share * 100:.0f}% | {waking} |")
+    lines += layer_rows(engine["share"], engine_wake.get("share"))
     hottest = engine.get("top_self") or []
     if hottest:
         symbols = "; ".join(f"`{h['symbol']}` {h['share'] * 100:.0f}%" for h in hottest[:6])

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.ab import comparison, median
 from bench.scenarios import Driver
 from bench.systems import Ours
 from replenisher.stack.processes import SERVER_SETTING, SERVERS, Server
@@ -82,10 +82,6 @@ async def compare(rounds: int, concurrency: int, count: int, workdir: Path) -> d
     return found
 
 
-def median(rows: list[JSON], key: str) -> float:
-    return float(statistics.median(r[key] for r in rows))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.servers", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="rounds per server (default 2)")
@@ -108,13 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{server}: median service {median(rows, 'service_ms'):.1f} ms + engine {median(rows, 'engine_ms'):.1f} ms "
             f"per replenishment, {median(rows, 'per_s'):.2f}/s over {len(rows)} rounds"
         )
-    print(
-        f"servers: hypercorn_cpu_ms={median(h, 'cpu_ms'):.1f} granian_cpu_ms={median(g, 'cpu_ms'):.1f} "
-        f"cpu_ratio={median(g, 'cpu_ms') / median(h, 'cpu_ms'):.2f}x "
-        f"hypercorn_per_s={median(h, 'per_s'):.2f} granian_per_s={median(g, 'per_s'):.2f} "
-        f"throughput_ratio={median(g, 'per_s') / median(h, 'per_s'):.2f}x",
-        flush=True,
-    )
+    print(comparison("servers", ("hypercorn", h), ("granian", g), over="granian"), flush=True)
     return 0
 
 

@@ -264,3 +264,19 @@ def test_the_report_says_why_the_engine_was_not_sampled() -> None:
     table = engine_profile_table({"engine": summarise_report(PERF_REPORT) | {"samples": "12K"}}, {})
     assert "| kernel: switching and waking threads | 38% | n/a |" in table
     assert any(line.startswith("Hottest symbols of the engine's CPU") for line in table)
+
+
+def test_an_ab_runs_closing_line_gives_the_named_side_as_a_multiple_of_the_other() -> None:
+    from bench.ab import comparison
+
+    h = [{"cpu_ms": 80.0, "per_s": 10.0}, {"cpu_ms": 84.0, "per_s": 12.0}, {"cpu_ms": 90.0, "per_s": 11.0}]
+    g = [{"cpu_ms": 60.0, "per_s": 16.0}, {"cpu_ms": 70.0, "per_s": 14.0}, {"cpu_ms": 66.0, "per_s": 15.0}]
+    assert comparison("servers", ("hypercorn", h), ("granian", g), over="granian") == (
+        "servers: hypercorn_cpu_ms=84.0 granian_cpu_ms=66.0 cpu_ratio=0.79x "
+        "hypercorn_per_s=11.00 granian_per_s=15.00 throughput_ratio=1.36x"
+    )
+    assert comparison("partitions", ("p1", g), ("p2", h), over="p1") == (
+        "partitions: p1_cpu_ms=66.0 p2_cpu_ms=84.0 cpu_ratio=0.79x p1_per_s=15.00 p2_per_s=11.00 throughput_ratio=1.36x"
+    )
+    with pytest.raises(ValueError, match="neither side"):
+        comparison("x", ("a", h), ("b", g), over="c")
