@@ -20,9 +20,8 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from bench.ab import comparison, median
+from bench.ab import Rows, comparison
 
 # The measuring side (bench.servers, and through it psutil and aiohttp from the `bench` extra)
 # is imported only once the arguments are good: a bad command line is refused without it.
@@ -30,24 +29,17 @@ from bench.ab import comparison, median
 SETTING = "RESTATE_DEFAULT_NUM_PARTITIONS"
 
 
-async def compare(
-    counts: list[int], rounds: int, concurrency: int, count: int, workdir: Path
-) -> dict[int, list[dict[str, Any]]]:
-    from bench.servers import one_round, say
+def label(n: int) -> str:
+    return f"{n} partition(s)"
+
+
+async def compare(counts: list[int], rounds: int, concurrency: int, count: int, workdir: Path) -> dict[str, Rows]:
+    from bench.servers import Side, alternate
     from replenisher.stack.processes import service_server
 
     server = service_server()
-    found: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
-    for i in range(rounds):
-        for n in counts:
-            say(f"round {i + 1} of {rounds}: {n} partition(s), {count} replenishments at concurrency {concurrency}")
-            figures = await one_round(server, workdir, concurrency, count, f"p{n}-{i}", engine_env={SETTING: str(n)})
-            say(
-                f"  {n} partition(s): service {figures['service_ms']:.1f} ms + engine {figures['engine_ms']:.1f} ms "
-                f"of CPU per replenishment, {figures['per_s']}/s, p50 {figures['p50_ms']:.0f} ms"
-            )
-            found[n].append(figures)
-    return found
+    sides = [Side(label(n), server, {SETTING: str(n)}) for n in counts]
+    return await alternate(sides, rounds, concurrency, count, workdir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,21 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any(n < 1 for n in args.counts) or args.counts[0] == args.counts[1]:
         parser.error("--counts takes two different counts, each at least 1")
-    from bench.servers import say
+    from bench.servers import say_medians
 
     workdir = Path(tempfile.mkdtemp(prefix="replenisher-partitions-"))
     try:
         found = asyncio.run(compare(args.counts, args.rounds, args.concurrency, args.count, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    for n, rows in found.items():
-        say(
-            f"{n} partition(s): median service {median(rows, 'service_ms'):.1f} ms + engine "
-            f"{median(rows, 'engine_ms'):.1f} ms per replenishment, {median(rows, 'per_s'):.2f}/s "
-            f"over {len(rows)} rounds"
-        )
+    say_medians(found)
     a, b = args.counts
-    print(comparison("partitions", (f"p{a}", found[a]), (f"p{b}", found[b]), over=f"p{a}"), flush=True)
+    first, second = (f"p{a}", found[label(a)]), (f"p{b}", found[label(b)])
+    print(comparison("partitions", first, second, over=f"p{a}"), flush=True)
     return 0
 
 

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ import aiohttp
 from bench.ab import comparison, median
 from bench.scenarios import Driver
 from bench.systems import Ours
-from replenisher.stack.processes import SERVER_SETTING, SERVERS, Server
+from replenisher.stack.processes import SERVER_SETTING, Server
 
 JSON = dict[str, Any]
 
@@ -67,19 +68,52 @@ async def one_round(
     }
 
 
-async def compare(rounds: int, concurrency: int, count: int, workdir: Path) -> dict[Server, list[JSON]]:
-    found: dict[Server, list[JSON]] = {server: [] for server in SERVERS}
-    order: list[Server] = ["hypercorn", "granian"]
-    for i in range(rounds):
-        for server in order:
-            say(f"round {i + 1} of {rounds}: {server}, {count} replenishments at concurrency {concurrency}")
-            figures = await one_round(server, workdir, concurrency, count, f"{server}-{i}")
-            say(
-                f"  {server}: service {figures['service_ms']:.1f} ms + engine {figures['engine_ms']:.1f} ms "
-                f"of CPU per replenishment, {figures['per_s']}/s, p50 {figures['p50_ms']:.0f} ms"
-            )
-            found[server].append(figures)
+@dataclass(frozen=True)
+class Side:
+    """One side of an A/B run: what its rounds are called, its service's server, and the
+    restate-server settings it is given on top of `restate.toml`."""
+
+    label: str
+    server: Server
+    engine_env: Mapping[str, str] = field(default_factory=dict)
+
+
+async def alternate(
+    sides: list[Side], rounds: int, concurrency: int, count: int, workdir: Path
+) -> dict[str, list[JSON]]:
+    """`rounds` rounds of each side, the sides taking turns, so a machine whose load drifts
+    hurts each alike: each side's figures, by its label. The server setting is put back after."""
+    found: dict[str, list[JSON]] = {side.label: [] for side in sides}
+    before = os.environ.get(SERVER_SETTING)
+    try:
+        for i in range(rounds):
+            for n, side in enumerate(sides):
+                say(f"round {i + 1} of {rounds}: {side.label}, {count} replenishments at concurrency {concurrency}")
+                figures = await one_round(side.server, workdir, concurrency, count, f"{n}-{i}", side.engine_env)
+                say(
+                    f"  {side.label}: service {figures['service_ms']:.1f} ms + engine {figures['engine_ms']:.1f} ms "
+                    f"of CPU per replenishment, {figures['per_s']}/s, p50 {figures['p50_ms']:.0f} ms"
+                )
+                found[side.label].append(figures)
+    finally:
+        if before is None:
+            os.environ.pop(SERVER_SETTING, None)
+        else:
+            os.environ[SERVER_SETTING] = before
     return found
+
+
+def say_medians(found: dict[str, list[JSON]]) -> None:
+    for side, rows in found.items():
+        say(
+            f"{side}: median service {median(rows, 'service_ms'):.1f} ms + engine {median(rows, 'engine_ms'):.1f} ms "
+            f"per replenishment, {median(rows, 'per_s'):.2f}/s over {len(rows)} rounds"
+        )
+
+
+async def compare(rounds: int, concurrency: int, count: int, workdir: Path) -> dict[str, list[JSON]]:
+    order: list[Server] = ["hypercorn", "granian"]
+    return await alternate([Side(server, server) for server in order], rounds, concurrency, count, workdir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,21 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=150, help="replenishments per round")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="replenisher-servers-"))
-    before = os.environ.get(SERVER_SETTING)
     try:
         found = asyncio.run(compare(args.rounds, args.concurrency, args.count, workdir))
     finally:
-        if before is None:
-            os.environ.pop(SERVER_SETTING, None)
-        else:
-            os.environ[SERVER_SETTING] = before
         shutil.rmtree(workdir, ignore_errors=True)
     h, g = found["hypercorn"], found["granian"]
-    for server, rows in found.items():
-        say(
-            f"{server}: median service {median(rows, 'service_ms'):.1f} ms + engine {median(rows, 'engine_ms'):.1f} ms "
-            f"per replenishment, {median(rows, 'per_s'):.2f}/s over {len(rows)} rounds"
-        )
+    say_medians(found)
     print(comparison("servers", ("hypercorn", h), ("granian", g), over="granian"), flush=True)
     return 0
 
