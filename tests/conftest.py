@@ -33,6 +33,7 @@ from support import (
     REPO_ROOT,
     RESTATE_TEST_ENV,
     RegisteredService,
+    RetryDroppedKeepAlive,
     inbound_env,
     service_env,
     signed_world_env,
@@ -156,7 +157,8 @@ def admin(restate_runtime: RestateRuntime) -> Admin:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def ingress(restate_runtime: RestateRuntime) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=restate_runtime.ingress_url, timeout=_HTTP_TIMEOUT) as client:
+    url = restate_runtime.ingress_url
+    async with httpx.AsyncClient(base_url=url, timeout=_HTTP_TIMEOUT, transport=RetryDroppedKeepAlive()) as client:
         yield client
 
 
