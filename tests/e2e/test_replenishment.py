@@ -35,8 +35,9 @@ async def test_happy_path_ends_received_with_one_order_and_stock_booked_in(scena
     tools = [turn["tool"] for turn in view["state"]["history"]]
     assert tools == HAPPY_PATH
 
-    # The run's clock, in Restate's journal: read on its own at the start and after each wait
-    # only; every decision and step carries the reading as it ended with its result.
+    # The run's clock, in Restate's journal: read on its own after each wait only. The first
+    # reading came with the run's request (the SKU's clock at the check, which the stock read
+    # carried), and every decision and step carries the reading as it ended with its result.
     rows = await admin.asql(
         "SELECT j.entry_type, j.name FROM sys_journal j JOIN sys_invocation i ON i.id = j.id "
         f"WHERE i.target = 'Replenish/{run_id}/run' AND j.entry_type LIKE 'Command:%' ORDER BY j.index"
@@ -45,8 +46,13 @@ async def test_happy_path_ends_received_with_one_order_and_stock_booked_in(scena
     readings = [i for i, c in enumerate(commands) if c == ("Command: Run", "timestamp")]
     waits = [i for i, c in enumerate(commands) if c[0] == "Command: GetPromise"]
     assert len(waits) == sum(tool.startswith("wait_for") for tool in HAPPY_PATH)
-    assert len(readings) == 1 + len(waits), commands
-    assert all(commands[i - 1][0] in ("Command: Sleep", "Command: GetPromise") for i in readings[1:]), commands
+    assert len(readings) == len(waits), commands
+    assert all(commands[i - 1][0] in ("Command: Sleep", "Command: GetPromise") for i in readings), commands
+    checks = await admin.asql(
+        "SELECT j.entry_type, j.name FROM sys_journal j JOIN sys_invocation i ON i.id = j.id "
+        f"WHERE i.target = 'SkuAgent/{scenario.sku}/check' AND j.entry_type = 'Command: Run' ORDER BY j.index"
+    )
+    assert [r.get("name") for r in checks] == ["read stock", "run request"], checks
 
 
 async def test_manager_rejects_and_nothing_is_ordered(scenario: Scenario) -> None:
@@ -141,6 +147,18 @@ async def test_watch_checks_on_a_durable_timer_and_unwatch_stops_it(scenario: Sc
     )
     assert started == f"replenish-{scenario.sku}-1"
     assert await scenario.stock_reads() >= 2
+    # A tick reads the clock with the stock and schedules the next from that reading: one
+    # journaled step (two when it starts a run), no `timestamp` of its own.
+    rows = await admin.asql(
+        "SELECT j.id, j.name FROM sys_journal j JOIN sys_invocation i ON i.id = j.id "
+        f"WHERE i.target = 'SkuAgent/{scenario.sku}/tick' AND i.status = 'completed' "
+        "AND j.entry_type = 'Command: Run' ORDER BY j.id, j.index"
+    )
+    steps: dict[str, list[str]] = {}
+    for row in rows:
+        steps.setdefault(row["id"], []).append(row.get("name") or "")
+    assert steps, "no completed tick to look at"
+    assert all(names in (["read stock"], ["read stock", "run request"]) for names in steps.values()), steps
 
     response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/unwatch")
     assert response.status_code == 200 and response.json()["watch"]["watching"] is False

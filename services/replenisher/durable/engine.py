@@ -59,6 +59,7 @@ class RestateEngine:
         decider: Decider | None = None,
         world: World | None = None,
         terms: DeciderTerms | None = None,
+        clock: float | None = None,
     ) -> None:
         self.ctx = ctx
         self.run_id = ctx.key()
@@ -77,8 +78,9 @@ class RestateEngine:
         self._written: bytes | None = None
         self._shown: CurrentWait | None = None
         self._pending: dict[str, RestateDurableFuture[bytes]] = {}
-        # The last clock reading, while nothing durable has happened since (see `now`).
-        self._time: float | None = None
+        # The last clock reading, while nothing durable has happened since (see `now`); at the
+        # start, the one the run was started with (journaled by the SKU, in the run's input).
+        self._time: float | None = clock
 
     @property
     def world(self) -> World:
@@ -90,8 +92,9 @@ class RestateEngine:
         """The run's clock. Asked again before anything durable happened (only the loop's own
         pure work in between) it answers the same reading: a journal entry fewer each time, and
         just as deterministic, since a replay takes the same path through the same entries.
-        A decision or a step journals the clock as it ended with its result, so only a wait,
-        a delay or a call to the SKU leaves the next reading to a `timestamp` entry."""
+        A decision or a step journals the clock as it ended with its result, and the run's first
+        reading comes with its request, so only a wait, a delay or a call to the SKU leaves the
+        next reading to a `timestamp` entry."""
         if self._time is None:
             with _stops():
                 self._time = await journaled_time(self.ctx)

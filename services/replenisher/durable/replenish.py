@@ -52,7 +52,7 @@ class RunView(BaseModel):
 # could start a SKU's next run with its own request, or fill a run's message slots first.
 @validated(replenish.main, ingress_private=True)
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
-    engine = RestateEngine(ctx, sku=request.stock.sku, terms=request.decider_terms)
+    engine = RestateEngine(ctx, sku=request.stock.sku, terms=request.decider_terms, clock=request.started_at)
     # Kept past the journal's retention, for `replenisher replay`.
     archived = Archiving(engine, RestateArchiveSink(ctx), request, request.stock.sku)
     return await loop.replenish(archived, request)

@@ -32,12 +32,12 @@ from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.tools.vetting import ack_mismatches
 from replenisher.domain.waits import WaitOverrides
-from replenisher.durable.clock import journaled_time
+from replenisher.durable.clock import Timed, journaled_time
 from replenisher.durable.probes import crash_point, hold_point
 from replenisher.durable.replenish import AdoptedOrder, Message, RunRequest
 from replenisher.durable.replenish import deliver as deliver_to_run
 from replenisher.durable.replenish import run as replenish_run
-from replenisher.durable.steps import step
+from replenisher.durable.steps import step, timed_step
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, describe, validated
 from replenisher.wiring import wiring
@@ -110,9 +110,10 @@ async def load_or_create(ctx: ObjectContext) -> SkuRecord:
     return record
 
 
-async def read_stock(ctx: ObjectContext) -> StockLevel:
+async def read_stock(ctx: ObjectContext) -> Timed[StockLevel]:
+    """The ERP's stock level, journaled with the clock as it was read: the check's time."""
     try:
-        return await step(ctx, "read stock", StockLevel, wiring().world.erp.get_stock, ctx.key())
+        return await timed_step(ctx, "read stock", StockLevel, wiring().world.erp.get_stock, ctx.key())
     except TerminalError as e:
         if e.status_code == 404:
             raise TerminalError(f"unknown SKU {ctx.key()!r}: the ERP does not stock it", status_code=404) from e
@@ -130,6 +131,7 @@ def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedO
         memory=record.memory.brief(at, settings().day_seconds),
         decider_terms=wiring().decider_terms(),
         adopt=adopt,
+        started_at=at,
     )
 
 
@@ -154,6 +156,12 @@ class OrderLookup(BaseModel):
     ack: OrderAck | None
 
 
+def reconcilable(record: SkuRecord) -> bool:
+    """Whether `reconcile` has an order to look up (and so journals steps of its own)."""
+    unresolved = record.unresolved
+    return unresolved is not None and unresolved.po is not None and record.active is None
+
+
 async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) -> str | None:
     """Settle a run that ended with an order that may exist, by asking the supplier about its PO.
 
@@ -162,7 +170,7 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     differs from the PO (a security event on the record): next check.
     """
     unresolved = record.unresolved
-    if unresolved is None or unresolved.po is None or record.active is not None:
+    if not reconcilable(record) or unresolved is None or unresolved.po is None:
         return None
     po = unresolved.po
 
@@ -202,16 +210,25 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     return run.run_id
 
 
-async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
-    stock = await read_stock(ctx)
+class Checked(BaseModel):
+    result: CheckResult
+    at: float = Field(description="the SKU's clock at the check, journaled")
+
+
+async def check_stock(ctx: ObjectContext, record: SkuRecord) -> Checked:
+    read = await read_stock(ctx)
+    stock = read.value
+    # The clock as the stock was read, journaled with it; read afresh only after a lookup of an
+    # unresolved order, whose steps and waits come in between.
+    looked_up = reconcilable(record)
     following_up = await reconcile(ctx, record, stock)
-    now = await journaled_time(ctx)
+    now = await journaled_time(ctx) if looked_up else read.at
     started = record.consider(stock, now)
     if started is not None:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
         ctx.workflow_send(replenish_run, started.run_id, await fixed_request(ctx, record, stock, now))
     started = started or (record.active if following_up else None)
-    return CheckResult(
+    result = CheckResult(
         sku=record.sku,
         on_hand=stock.on_hand,
         safety_stock=stock.safety_stock,
@@ -219,15 +236,16 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
         active=record.active.run_id if record.active else None,
         held_until=record.last_check.held_until if record.last_check else None,
     )
+    return Checked(result=result, at=now)
 
 
 @sku_agent.handler()
 async def check(ctx: ObjectContext) -> CheckResult:
     """Read stock now; start a replenishment if it is below safety stock and none is active."""
     record = await load(ctx) or SkuRecord(sku=ctx.key())
-    result = await check_stock(ctx, record)
+    checked = await check_stock(ctx, record)
     ctx.set(RECORD, record)
-    return result
+    return checked.result
 
 
 @validated(sku_agent.handler)
@@ -272,21 +290,26 @@ async def tick(ctx: ObjectContext, request: Tick) -> None:
     if record is None or not record.watch.watching or request.generation != record.watch.generation:
         return  # a timer from before an unwatch: nothing to do
     record.watch.pending_tick = None
+    checked_at: float | None = None
     try:
-        await check_stock(ctx, record)
+        checked_at = (await check_stock(ctx, record)).at
     except TerminalError as e:
         # The ERP being away must not stop the watch: note it and try at the next tick.
         ctx.set("last_check_error", e.message)
-    await schedule_tick(ctx, record)
+    await schedule_tick(ctx, record, now=checked_at)
     # For the tests: this attempt's sends (the run it started, the next tick) are in Restate's
     # journal, and the tick is not done.
     crash_point(ctx.key(), "next check", "after")
     ctx.set(RECORD, record)
 
 
-async def schedule_tick(ctx: ObjectContext, record: SkuRecord, first: bool = False) -> None:
-    # The next check after `interval_days` business days: no checks over weekends and holidays.
-    delay = None if first else settings().after(await journaled_time(ctx), record.watch.interval_days)
+async def schedule_tick(ctx: ObjectContext, record: SkuRecord, first: bool = False, now: float | None = None) -> None:
+    """The next check after `interval_days` business days from `now` (the check's clock; else
+    read now): no checks over weekends and holidays."""
+    if first:
+        delay = None
+    else:
+        delay = settings().after(now if now is not None else await journaled_time(ctx), record.watch.interval_days)
     handle = ctx.object_send(tick, ctx.key(), Tick(generation=record.watch.generation), send_delay=delay)
     record.watch.pending_tick = await handle.invocation_id()
 
@@ -396,7 +419,7 @@ async def reconcile_due(ctx: ObjectContext, tick: ReconcileTick) -> None:
     if record is None or record.reconciling is None or record.reconciling.run_id != tick.run_id:
         return  # settled meanwhile (a check found it), or a timer of an earlier unresolved run
     try:
-        stock = await read_stock(ctx)
+        stock = (await read_stock(ctx)).value
     except TerminalError as e:
         ctx.set("last_check_error", e.message)  # the ERP is away: the lookup waits for the next attempt
     else:

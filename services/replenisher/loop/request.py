@@ -37,6 +37,13 @@ class RunRequest(BaseModel):
     memory: MemoryBrief | None = Field(default=None, description="what the SKU remembers, for the decider")
     decider_terms: DeciderTerms = Field(default_factory=DeciderTerms)
     adopt: AdoptedOrder | None = Field(default=None, description="follow up this order instead of buying anew")
+    started_at: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="the SKU's journaled clock when it started the run: the run's first reading, without a "
+        "`timestamp` entry of its own; absent (requests from before it), the run reads the clock itself",
+    )
 
 
 class Envelope(BaseModel):
