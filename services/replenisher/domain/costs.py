@@ -67,6 +67,10 @@ UNKNOWN_MODEL_PRICE = ModelPrice(input_per_mtok=15.0, output_per_mtok=75.0)
 # documentation, "minimum cacheable prompt length"): a `cache_control` breakpoint on a shorter
 # prefix is ignored without an error, and the whole prompt is billed as plain input. A model
 # not listed gets the largest minimum, so the project never counts on a cache it may not get.
+# Checked against the documentation's table as quoted in anthropics/anthropic-sdk-python#1194
+# (February 2026): 1024 for Sonnet 4.6/4.5/4, Opus 4.1/4 and Sonnet 3.7; 4096 for Opus 4.6/4.5
+# and Haiku 4.5; 2048 for Haiku 3.5/3. That issue reports Sonnet caching only from 2048 in
+# practice; the ledger counts what the API's usage says, never this table.
 CACHE_MINIMUM_TOKENS: dict[str, int] = {
     "claude-opus-4-6": 4096,
     "claude-opus-4-5": 4096,
