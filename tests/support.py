@@ -7,7 +7,8 @@ import inspect
 import os
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -229,3 +230,14 @@ class RetryDroppedKeepAlive(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+@contextmanager
+def serving(app: HypercornApp) -> Iterator[HypercornApp]:
+    """The app started and answering its health check, and stopped afterwards, even on failure."""
+    try:
+        app.start()
+        app.wait_ready()
+        yield app
+    finally:
+        app.stop()

@@ -44,7 +44,7 @@ from replenisher.stack.processes import (
     service_server,
 )
 from replenisher.stack.runtime import RestateRuntime
-from support import REPO_ROOT, TESTS_DIR, RegisteredService, eventually
+from support import REPO_ROOT, TESTS_DIR, RegisteredService, eventually, serving
 
 FIXTURE_ENV = {"PYTHONPATH": str(TESTS_DIR)}
 FIXTURE_APP = "stack_fixture_app:app"
@@ -74,13 +74,10 @@ def restate(tmp_path: Path) -> Iterator[RestateServer]:
 
 @pytest.fixture
 def fixture_app(tmp_path: Path) -> Iterator[HypercornApp]:
-    app = HypercornApp(FIXTURE_APP, free_port(), FIXTURE_ENV, name="fixture-app", log_path=tmp_path / "app.log")
-    try:
-        app.start()
-        app.wait_ready()
+    with serving(
+        HypercornApp(FIXTURE_APP, free_port(), FIXTURE_ENV, name="fixture-app", log_path=tmp_path / "app.log")
+    ) as app:
         yield app
-    finally:
-        app.stop()
 
 
 # --- install ------------------------------------------------------------------------------

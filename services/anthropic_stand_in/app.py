@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from anthropic_stand_in.scripted_model import Persuasion, ScriptedModel
+from replenisher.asgi_body import BodyTooLarge, read_body
 
 model = ScriptedModel()
 
@@ -18,13 +19,8 @@ Send = Any
 Receive = Any
 
 
-async def _body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
+# The Messages API's own request bound.
+MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
 async def _reply(send: Send, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
@@ -45,7 +41,13 @@ async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
     method, path = scope["method"], scope["path"]
-    raw = await _body(receive)
+    try:
+        raw = await read_body(receive, MAX_BODY_BYTES)
+    except BodyTooLarge as e:
+        await _reply(send, 413, {"type": "error", "error": {"type": "request_too_large", "message": str(e)}})
+        return
+    if raw is None:
+        return  # the client went away
     if method == "GET" and path == "/health":
         await _reply(send, 200, {"ok": True})
     elif method == "POST" and path == "/v1/messages":

@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, unquote
 
 from pydantic import BaseModel, ValidationError
 
+from replenisher.asgi_body import BodyTooLarge, read_body
 from simulated_world.errors import BadRequest, MethodNotAllowed, NotFound, PayloadTooLarge, WorldError
 
 log = logging.getLogger(__name__)
@@ -212,19 +213,10 @@ class JsonApp(Generic[C]):
                 return
 
     async def _read_body(self, receive: Receive) -> bytes | None:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise PayloadTooLarge(f"body larger than {MAX_BODY_BYTES} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        try:
+            return await read_body(receive, MAX_BODY_BYTES)
+        except BodyTooLarge as e:
+            raise PayloadTooLarge(str(e)) from e
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         route: Route[C] | None = None

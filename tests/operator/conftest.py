@@ -20,7 +20,7 @@ from operator_support import Cli, CliResult
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import RestateRuntime
-from support import REPO_ROOT
+from support import REPO_ROOT, serving
 
 CHROMIUM = os.environ.get("REPLENISHER_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -76,12 +76,8 @@ def console(operator_env: dict[str, str], log_dir: Path) -> Iterator[HypercornAp
     app = HypercornApp(
         "replenisher.console.app:app", free_port(), operator_env, name="console", log_path=log_dir / "console.log"
     )
-    try:
-        app.start()
-        app.wait_ready()
+    with serving(app):
         yield app
-    finally:
-        app.stop()
 
 
 def chromium_installed() -> bool:

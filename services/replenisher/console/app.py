@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, quote
 
 import httpx
 
+from replenisher.asgi_body import BodyTooLarge, read_body
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.console import pages
 from replenisher.console.catalogue import ErpCatalogue
@@ -328,14 +329,10 @@ class Request:
         self.query = {k: v[-1] for k, v in parse_qs(raw, keep_blank_values=True).items()}
 
     async def form(self) -> dict[str, str]:
-        body = b""
-        while True:
-            message = await self.receive()
-            body += message.get("body", b"")
-            if len(body) > MAX_FORM_BYTES:
-                raise OperatorError("the form is too large")
-            if not message.get("more_body"):
-                break
+        try:
+            body = await read_body(self.receive, MAX_FORM_BYTES) or b""
+        except BodyTooLarge as e:
+            raise OperatorError("the form is too large") from e
         return {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
 
 

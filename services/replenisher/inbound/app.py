@@ -29,6 +29,7 @@ from urllib.parse import quote, unquote
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from replenisher.asgi_body import BodyTooLarge, read_body
 from replenisher.domain.documents import EventKind, Sender
 from replenisher.domain.parties import refusal
 from replenisher.inbound.replay import SeenSignatures
@@ -142,7 +143,7 @@ class InboundApp:
         if method != "POST" or not path.startswith(PREFIX) or "/" in path[len(PREFIX) :] or path == PREFIX:
             raise Refused(404, f"no such endpoint: {method} {path[:200]} (messages go to POST /messages/<sku>)")
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        body = await read_body(headers, receive)
+        body = await read_posted(headers, receive)
         raw_path = scope.get("raw_path") or path.encode()
         sender, signature = self.authenticate(headers, raw_path.decode("latin-1"), body)
         message = parse(body)
@@ -198,21 +199,18 @@ class InboundApp:
         return self._client
 
 
-async def read_body(headers: dict[str, str], receive: Receive) -> bytes:
+async def read_posted(headers: dict[str, str], receive: Receive) -> bytes:
+    too_large = Refused(413, f"body over 64 KiB ({MAX_BODY_BYTES} bytes)")
     declared = headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise Refused(413, f"body over 64 KiB ({MAX_BODY_BYTES} bytes)")
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise Refused(413, f"body over 64 KiB ({MAX_BODY_BYTES} bytes)")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+        raise too_large
+    try:
+        body = await read_body(receive, MAX_BODY_BYTES)
+    except BodyTooLarge as e:
+        raise too_large from e
+    if body is None:
+        raise Refused(400, "the request ended before its body did")
+    return body
 
 
 def parse(body: bytes) -> Inbound:

@@ -25,6 +25,8 @@ from typing import Any
 
 import httpx
 
+from replenisher.asgi_body import BodyTooLarge, read_body
+
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade", "host", "content-length", "te", "trailer"}
 UNAVAILABLE = {502, 503, 504}
 RETRYABLE = (httpx.TransportError,)
@@ -81,13 +83,14 @@ def _from_env() -> Failover:
 _failover: Failover | None = None
 
 
-async def _body(receive: Any) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
+# Restate's own bound on a message (`message-size-limit`, 32 MiB by default): a larger body
+# could not be served by any node, so it is refused here before it is held in memory.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+async def _reply(send: Any, status: int, text: str) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": text.encode()})
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -104,7 +107,13 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
     assert _failover is not None
-    body = await _body(receive)
+    try:
+        body = await read_body(receive, MAX_BODY_BYTES)
+    except BodyTooLarge as e:
+        await _reply(send, 413, f"{e}: more than a Restate node accepts")
+        return
+    if body is None:
+        return  # the caller went away
     if scope["path"] == "/failover/health" or (scope["path"] == "/health" and scope["method"] == "GET"):
         raw = f'{{"ok": true, "failovers": {_failover.failovers}}}'.encode()
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
@@ -117,9 +126,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     try:
         response = await _failover.forward(scope["method"], target, headers, body)
     except httpx.TransportError as e:
-        raw = f"no cluster node could be reached: {type(e).__name__}".encode()
-        await send({"type": "http.response.start", "status": 503, "headers": [(b"content-type", b"text/plain")]})
-        await send({"type": "http.response.body", "body": raw})
+        await _reply(send, 503, f"no cluster node could be reached: {type(e).__name__}")
         return
     # httpx has undone any content-encoding: the body goes on as it is now.
     dropped = HOP_BY_HOP | {"content-encoding"}
