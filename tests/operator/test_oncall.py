@@ -16,11 +16,13 @@ from operator_support import Cli, paused_check, refused_attempts, resume, setup_
 
 from e2e.scenario import Scenario, ok
 from replenisher.console.overview import sku_rows
+from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.sku import ActiveRun, SkuRecord
 from replenisher.stack.admin import Admin
 from replenisher.stack.ports import free_port
 from replenisher.timeline.load import load_timeline
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import RestateClient
+from replenisher.timeline.restate import RestateClient, paused_keys
 from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
@@ -239,3 +241,16 @@ async def test_a_call_restate_paused_is_shown_by_status_and_a_check_behind_it_sa
     assert (await scenario.status())["active"] is not None, "the resumed check started the replenishment"
     after = await cli("status", scenario.sku)
     assert after.code == 0 and "STOPPED" not in after.out, after
+
+
+def test_status_looks_for_paused_calls_of_the_sku_its_active_run_and_its_recent_runs() -> None:
+    """A run's last one-way calls (its archive's `keep`, the SKU's `finish`) outlive it: a paused
+    one of an earlier run is looked for too, not only the agent's and the active run's."""
+
+    def ended(n: int, outcome: str = "received") -> ReplenishmentResult:
+        return ReplenishmentResult(run_id=f"replenish-S1-{n}", sku="S1", outcome=outcome, started_at=n, ended_at=n + 1)
+
+    record = SkuRecord(sku="S1", outcomes=[ended(1), ended(2, "gave_up")], unresolved=ended(2, "gave_up"))
+    record.active = ActiveRun(run_id="replenish-S1-3", started_at=3.0, on_hand=1, safety_stock=5)
+    assert paused_keys(record) == ["S1", "replenish-S1-3", "replenish-S1-2", "replenish-S1-1"]
+    assert paused_keys(SkuRecord(sku="S2")) == ["S2"]

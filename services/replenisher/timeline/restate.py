@@ -84,6 +84,16 @@ class Health(BaseModel):
         return f"the replenisher service is down{since} (Restate answers, the service does not: {self.error}){held}"
 
 
+def paused_keys(record: SkuRecord) -> list[str]:
+    """Where a paused call of this SKU can be: its agent, its active run, the run whose order is
+    unresolved, and its recent runs (a run's last calls, e.g. `RunArchive.keep`, outlive it)."""
+    runs = [record.active.run_id] if record.active else []
+    if record.unresolved is not None:
+        runs.append(record.unresolved.run_id)
+    runs += [outcome.run_id for outcome in reversed(record.outcomes)]
+    return [record.sku, *dict.fromkeys(runs)]
+
+
 class PausedCall(BaseModel):
     """An invocation Restate paused: it runs again only when a person resumes it.
 
@@ -364,8 +374,8 @@ class RestateClient:
         ]
 
     async def paused_of(self, record: SkuRecord) -> list[PausedCall]:
-        """The paused calls of a SKU's agent and of its active run."""
-        return await self.paused([record.sku] + ([record.active.run_id] if record.active else []))
+        """The paused calls of a SKU's agent, its active run and its recent runs."""
+        return await self.paused(paused_keys(record))
 
     async def _paused_holding(self, path: str) -> PausedCall | None:
         """The paused call that holds a SKU's agent this call is for (only exclusive calls wait)."""
