@@ -23,6 +23,7 @@ import pytest_asyncio
 
 from e2e.scenario import Scenario
 from replenisher.inbound.signing import new_secrets, write_secrets
+from replenisher.keepalive import RetryDroppedKeepAlive
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import INBOUND_APP, SERVICE_APP, WORLD_APP
@@ -33,7 +34,6 @@ from support import (
     REPO_ROOT,
     RESTATE_TEST_ENV,
     RegisteredService,
-    RetryDroppedKeepAlive,
     inbound_env,
     service_env,
     signed_world_env,
@@ -158,7 +158,10 @@ def admin(restate_runtime: RestateRuntime) -> Admin:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def ingress(restate_runtime: RestateRuntime) -> AsyncIterator[httpx.AsyncClient]:
     url = restate_runtime.ingress_url
-    async with httpx.AsyncClient(base_url=url, timeout=_HTTP_TIMEOUT, transport=RetryDroppedKeepAlive()) as client:
+    # Every reset resent too: against a live Restate a reset before an answer is a refusal's close
+    # (replenisher.keepalive), and a server a test killed refuses the resend's connection.
+    transport = RetryDroppedKeepAlive(resend_any_reset=True)
+    async with httpx.AsyncClient(base_url=url, timeout=_HTTP_TIMEOUT, transport=transport) as client:
         yield client
 
 

@@ -12,8 +12,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-import httpx
-
 from replenisher.stack.admin import find_deployment, register_deployment
 from replenisher.stack.processes import DEFAULT_READY_TIMEOUT, HypercornApp
 from replenisher.stack.runtime import RestateRuntime
@@ -205,31 +203,6 @@ def signed_world_env(ingress_url: str, inbound_url: str, secrets_file: Path) -> 
 
 def inbound_env(ingress_url: str, secrets_file: Path) -> dict[str, str]:
     return {"REPLENISHER_INGRESS_URL": ingress_url, "REPLENISHER_PARTY_SECRETS_FILE": str(secrets_file)}
-
-
-class RetryDroppedKeepAlive(httpx.AsyncBaseTransport):
-    """Sends a request once more on a new connection when the server closed its kept-alive
-    connection before answering any of it.
-
-    Restate's ingress refuses some requests before reading their bodies (a private handler, an
-    unknown service) and then closes the connection without saying `Connection: close`. The next
-    request that happens to go out on it gets "Server disconnected without sending a response":
-    measured on one client, 14 of 5,666 requests that alternated refused and ordinary calls. Such a
-    request was never read, so sending it again cannot duplicate it. Any other error is raised."""
-
-    def __init__(self) -> None:
-        self._inner = httpx.AsyncHTTPTransport()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        try:
-            return await self._inner.handle_async_request(request)
-        except httpx.RemoteProtocolError as error:
-            if not str(error).startswith("Server disconnected without sending a response"):
-                raise
-            return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 @contextmanager

@@ -42,6 +42,7 @@ from replenisher.inbound.signing import (
     secret_for,
     verify,
 )
+from replenisher.keepalive import RetryDroppedKeepAlive
 
 log = logging.getLogger("replenisher.inbound")
 
@@ -195,7 +196,8 @@ class InboundApp:
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=FORWARD_TIMEOUT)
+            # Every forward carries an idempotency key, so even a resend could not deliver twice.
+            self._client = httpx.AsyncClient(timeout=FORWARD_TIMEOUT, transport=RetryDroppedKeepAlive())
         return self._client
 
 
