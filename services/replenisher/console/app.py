@@ -40,6 +40,7 @@ from replenisher.timeline.html import render_html
 from replenisher.timeline.load import chosen_run, load_run_timeline
 from replenisher.timeline.model import Timeline
 from replenisher.timeline.restate import (
+    Health,
     NotFound,
     OperatorError,
     Refused,
@@ -91,6 +92,8 @@ class Console:
         self.currency = os.environ.get("REPLENISHER_CURRENCY", "USD")[:8]
         self.confirm_above = float(os.environ.get("REPLENISHER_CONSOLE_CONFIRM_ABOVE", "1000"))
         self._client: RestateClient | None = None
+        # The last outage a page saw, and when: shown until Restate records the service answering.
+        self._outage: tuple[Health, float] | None = None
         self._http: httpx.AsyncClient | None = None
         self._inbox: ManagerInbox | None = None
         self._catalogue: ErpCatalogue | None = None
@@ -177,7 +180,7 @@ class Console:
             banner = pages.SERVICE_DOWN.set(None)
             try:
                 if path != "/health":
-                    health = await client.health()
+                    health = await self.remembered(client, await client.health())
                     if health.service_down:
                         client.degraded = health
                         pages.SERVICE_DOWN.set(health)
@@ -193,11 +196,27 @@ class Console:
             except OperatorError as e:
                 return Response(pages.error_page(400, str(e)), 400)
             finally:
+                if client.degraded is not None and client.degraded.service_down:
+                    self._outage = (client.degraded, time.time())
                 _REQUEST_CLIENT.reset(reset)
                 pages.SERVICE_DOWN.reset(banner)
         if allowed:
             return Response(pages.error_page(405, f"{method} is not allowed on {path}"), 405)
         return Response(pages.error_page(404, f"no page at {path}"), 404)
+
+    async def remembered(self, client: RestateClient, health: Health) -> Health:
+        """An outage a page saw stays shown until Restate records the service answering again.
+
+        With every run suspended (their waits last days), only the console's own reads try the
+        service; the one that found it down is dropped afterwards, and Restate would hold no
+        evidence of the outage for the next page."""
+        if health.service_down or self._outage is None:
+            return health
+        seen, at = self._outage
+        if await client.answered_since(at):
+            self._outage = None
+            return health
+        return seen
 
     # --- pages -----------------------------------------------------------------------------
 

@@ -388,6 +388,16 @@ class RestateClient:
             return None
         return next((p for p in found if p.holds_sku), None)
 
+    async def answered_since(self, at: float) -> bool:
+        """Whether the service ran an invocation of ours to success since `at` (a killed call
+        also counts as completed in Restate, but not as a success)."""
+        rows = await self.sql(
+            "SELECT count(*) AS n FROM sys_invocation WHERE status = 'completed' AND completion_result = 'success' "
+            "AND target_service_name IN ('SkuAgent', 'Replenish', 'RunArchive') "
+            f"AND completed_at >= TIMESTAMP {literal(sql_time(at))}"
+        )
+        return bool(rows) and int(rows[0]["n"]) > 0
+
     async def _health_or_none(self) -> Health | None:
         try:
             return await self.health()
