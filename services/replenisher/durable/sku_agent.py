@@ -169,9 +169,10 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     outcome becomes gave_up and buying may start again. Supplier still away, or its answer
     differs from the PO (a security event on the record): next check.
     """
-    unresolved = record.unresolved
-    if not reconcilable(record) or unresolved is None or unresolved.po is None:
+    if not reconcilable(record):
         return None
+    unresolved = record.unresolved
+    assert unresolved is not None and unresolved.po is not None
     po = unresolved.po
 
     async def look_up() -> OrderLookup:
@@ -210,12 +211,8 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
     return run.run_id
 
 
-class Checked(BaseModel):
-    result: CheckResult
-    at: float = Field(description="the SKU's clock at the check, journaled")
-
-
-async def check_stock(ctx: ObjectContext, record: SkuRecord) -> Checked:
+async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
+    """Read the stock and consider it; the check's time is then `record.last_check.at`."""
     read = await read_stock(ctx)
     stock = read.value
     # The clock as the stock was read, journaled with it; read afresh only after a lookup of an
@@ -228,7 +225,7 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> Checked:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
         ctx.workflow_send(replenish_run, started.run_id, await fixed_request(ctx, record, stock, now))
     started = started or (record.active if following_up else None)
-    result = CheckResult(
+    return CheckResult(
         sku=record.sku,
         on_hand=stock.on_hand,
         safety_stock=stock.safety_stock,
@@ -236,16 +233,15 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> Checked:
         active=record.active.run_id if record.active else None,
         held_until=record.last_check.held_until if record.last_check else None,
     )
-    return Checked(result=result, at=now)
 
 
 @sku_agent.handler()
 async def check(ctx: ObjectContext) -> CheckResult:
     """Read stock now; start a replenishment if it is below safety stock and none is active."""
     record = await load(ctx) or SkuRecord(sku=ctx.key())
-    checked = await check_stock(ctx, record)
+    result = await check_stock(ctx, record)
     ctx.set(RECORD, record)
-    return checked.result
+    return result
 
 
 @validated(sku_agent.handler)
@@ -292,7 +288,8 @@ async def tick(ctx: ObjectContext, request: Tick) -> None:
     record.watch.pending_tick = None
     checked_at: float | None = None
     try:
-        checked_at = (await check_stock(ctx, record)).at
+        await check_stock(ctx, record)
+        checked_at = record.last_check.at if record.last_check else None
     except TerminalError as e:
         # The ERP being away must not stop the watch: note it and try at the next tick.
         ctx.set("last_check_error", e.message)
