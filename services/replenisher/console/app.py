@@ -196,13 +196,19 @@ class Console:
             except OperatorError as e:
                 return Response(pages.error_page(400, str(e)), 400)
             finally:
-                if client.degraded is not None and client.degraded.service_down:
-                    self._outage = (client.degraded, time.time())
+                self.saw(client.degraded)
                 _REQUEST_CLIENT.reset(reset)
                 pages.SERVICE_DOWN.reset(banner)
         if allowed:
             return Response(pages.error_page(405, f"{method} is not allowed on {path}"), 405)
         return Response(pages.error_page(404, f"no page at {path}"), 404)
+
+    def saw(self, health: Health | None) -> None:
+        """Note an outage Restate's records showed this request; one shown from memory keeps the
+        time it was last seen, so a success since then still ends it."""
+        remembered = self._outage[0] if self._outage is not None else None
+        if health is not None and health.service_down and health is not remembered:
+            self._outage = (health, time.time())
 
     async def remembered(self, client: RestateClient, health: Health) -> Health:
         """An outage a page saw stays shown until Restate records the service answering again.
