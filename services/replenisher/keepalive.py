@@ -27,8 +27,8 @@ def harmless_twice(request: httpx.Request) -> bool:
 
 
 class RetryDroppedKeepAlive(httpx.AsyncBaseTransport):
-    def __init__(self, inner: httpx.AsyncBaseTransport | None = None, *, resend_any_reset: bool = False) -> None:
-        self._inner = inner or httpx.AsyncHTTPTransport()
+    def __init__(self, *, resend_any_reset: bool = False) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
         self._resend_any_reset = resend_any_reset
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
