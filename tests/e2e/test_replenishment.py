@@ -147,17 +147,21 @@ async def test_watch_checks_on_a_durable_timer_and_unwatch_stops_it(scenario: Sc
     )
     assert started == f"replenish-{scenario.sku}-1"
     assert await scenario.stock_reads() >= 2
+
     # A tick reads the clock with the stock and schedules the next from that reading: one
     # journaled step (two when it starts a run), no `timestamp` of its own.
-    rows = await admin.asql(
-        "SELECT j.id, j.name FROM sys_journal j JOIN sys_invocation i ON i.id = j.id "
-        f"WHERE i.target = 'SkuAgent/{scenario.sku}/tick' AND i.status = 'completed' "
-        "AND j.entry_type = 'Command: Run' ORDER BY j.id, j.index"
-    )
-    steps: dict[str, list[str]] = {}
-    for row in rows:
-        steps.setdefault(row["id"], []).append(row.get("name") or "")
-    assert steps, "no completed tick to look at"
+    async def completed_ticks() -> dict[str, list[str]]:
+        rows = await admin.asql(
+            "SELECT j.id, j.name FROM sys_journal j JOIN sys_invocation i ON i.id = j.id "
+            f"WHERE i.target = 'SkuAgent/{scenario.sku}/tick' AND i.status = 'completed' "
+            "AND j.entry_type = 'Command: Run' ORDER BY j.id, j.index"
+        )
+        steps: dict[str, list[str]] = {}
+        for row in rows:
+            steps.setdefault(row["id"], []).append(row.get("name") or "")
+        return steps
+
+    steps = await eventually(completed_ticks, timeout=10, what="a completed tick to look at")
     assert all(names in (["read stock"], ["read stock", "run request"]) for names in steps.values()), steps
 
     response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/unwatch")
