@@ -18,11 +18,12 @@ from e2e.scenario import Scenario, ok
 from replenisher.console.overview import sku_rows
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import ActiveRun, SkuRecord
+from replenisher.durable.sku_agent import sku_agent
 from replenisher.stack.admin import Admin
 from replenisher.stack.ports import free_port
 from replenisher.timeline.load import load_timeline
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import RestateClient, paused_keys
+from replenisher.timeline.restate import AGENT_SHARED_HANDLERS, PausedCall, RestateClient, paused_keys
 from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
@@ -254,3 +255,29 @@ def test_status_looks_for_paused_calls_of_the_sku_its_active_run_and_its_recent_
     record.active = ActiveRun(run_id="replenish-S1-3", started_at=3.0, on_hand=1, safety_stock=5)
     assert paused_keys(record) == ["S1", "replenish-S1-3", "replenish-S1-2", "replenish-S1-1"]
     assert paused_keys(SkuRecord(sku="S2")) == ["S2"]
+
+
+def test_only_an_exclusive_call_of_the_agent_is_said_to_hold_the_sku() -> None:
+    """A paused shared read (`status`) blocks nothing; a paused `check` or `deliver` holds every
+    later exclusive call to the SKU, and a run's paused call holds nothing of the agent."""
+
+    def paused(target: str) -> PausedCall:
+        return PausedCall(id="inv_1", target=target)
+
+    assert paused("SkuAgent/S1/check").holds_sku
+    assert paused("SkuAgent/S1/deliver").holds_sku
+    assert not paused("SkuAgent/S1/status").holds_sku
+    assert not paused("Replenish/replenish-S1-3/run").holds_sku
+    assert [paused(t).sku for t in ("SkuAgent/S1/status", "SkuAgent/S1/check", "Replenish/replenish-S1-3/run")] == [
+        "S1",
+        "S1",
+        "S1",
+    ]
+
+
+def test_the_shared_handlers_named_for_the_console_are_the_agents_own() -> None:
+    """The timeline module names the agent's shared handlers without importing the SDK's object;
+    this keeps the two equal when a handler is added or changes kind."""
+    shared = {name for name, handler in sku_agent.handlers.items() if handler.kind == "shared"}
+    assert shared == AGENT_SHARED_HANDLERS
+    assert "check" in sku_agent.handlers and "check" not in shared

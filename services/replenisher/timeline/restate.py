@@ -94,6 +94,11 @@ def paused_keys(record: SkuRecord) -> list[str]:
     return [record.sku, *dict.fromkeys(runs)]
 
 
+# The SkuAgent's shared handlers (reads that run beside its exclusive calls); kept equal to the
+# object's own definition by a test, so this module needs no Restate SDK.
+AGENT_SHARED_HANDLERS = frozenset({"status"})
+
+
 class PausedCall(BaseModel):
     """An invocation Restate paused: it runs again only when a person resumes it.
 
@@ -114,14 +119,21 @@ class PausedCall(BaseModel):
         return self.target.rsplit("/", 1)[-1]
 
     @property
-    def holds_sku(self) -> bool:
+    def on_agent(self) -> bool:
+        """A call to a SKU's agent (its key is the SKU), of any kind."""
         return self.target.startswith("SkuAgent/")
+
+    @property
+    def holds_sku(self) -> bool:
+        """An exclusive call to a SKU's agent: every later call to it that is not a read waits
+        behind it. A paused shared read (`status`) holds nothing."""
+        return self.on_agent and self.handler not in AGENT_SHARED_HANDLERS
 
     @property
     def sku(self) -> str:
         """The SKU it belongs to: the agent's key, or the SKU in a run's id (replenish-SKU-N)."""
         key = self.target.split("/", 2)[1]
-        return key if self.holds_sku else sku_and_number_of(key)[0]
+        return key if self.on_agent else sku_and_number_of(key)[0]
 
     def when_and_why(self) -> str:
         """` at <time> after <code> <error>`, as far as Restate knows them."""
