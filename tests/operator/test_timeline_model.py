@@ -344,3 +344,69 @@ def test_a_decided_approval_shows_who_when_limit_note_and_channel_instead_of_why
     assert f"decision: {line}" in text and "the manager has not decided yet" not in text
     assert "round 1: approved up to 4.40" in text
     assert "data-decision" in render_html(t)
+
+
+def test_an_approval_decided_after_a_reminder_shows_the_decision_not_why_it_waited() -> None:
+    from replenisher.timeline.model import Decision
+
+    j = Journal()
+    j.step("decide 0", T0, 0.001)
+    j.step("get_quotes 0", T0 + 0.1, 0.5)
+    j.step("decide 1", T0 + 0.9, 0.001)
+    promise, timer = j.wait("approval-0", T0 + 1.0, deadline=T0 + 16.0)
+    j.notify(timer, T0 + 16.0, kind="Sleep")  # the reminder's point, half-way through the window
+    j.step("remind manager 50%", T0 + 16.01, 0.01)
+    j.command("Sleep", T0 + 16.03, wake_up_time=int((T0 + 31.0) * 1000))
+    j.notify(promise, T0 + 20.0, kind="GetPromise")
+    j.step("decide 2", T0 + 20.1, 0.001)
+    state = state_with(
+        ("get_quotes", "need prices", "ok"),
+        ("wait_for_approval", "the manager has not decided yet", "the manager rejected PO-9"),
+    )
+    decision = Decision(round=0, po_number="PO-9", approved=False, by="Dana", note="too dear")
+    t = timeline(j, state, decisions=[decision])
+
+    wait = t.turns[1]
+    assert wait.action is not None and wait.action.kind == "wait", "the reminder is a step of the wait, not its action"
+    assert wait.action.ended_by == "message" and wait.action.end == T0 + 20.0
+    assert wait.decision is not None and wait.decision.line().startswith("rejected (PO-9) · by Dana")
+    for page in (render_text(t, width=200), render_html(t)):
+        assert "the manager has not decided yet" not in page, "a decided round never reads as undecided"
+    assert "<b>message</b> · the manager rejected PO-9" in render_html(t)
+
+
+def test_a_second_wait_for_the_same_reply_after_a_chase_is_drawn_with_its_length() -> None:
+    j = Journal()
+    j.step("decide 0", T0, 0.001)
+    j.step("place_order 0", T0 + 0.1, 0.01)
+    j.step("decide 1", T0 + 0.2, 0.001)
+    promise, timer = j.wait("supplier-reply-0", T0 + 0.3, deadline=T0 + 70.3)
+    j.notify(timer, T0 + 70.3, kind="Sleep")
+    j.step("decide 2", T0 + 70.4, 0.001)
+    j.step("chase_supplier 2", T0 + 70.5, 0.01)
+    j.step("decide 3", T0 + 70.6, 0.001)
+    # the run reads the promise once: waiting again journals only the new timer
+    timer2 = j.command("Sleep", T0 + 70.7, wake_up_time=int((T0 + 90.7) * 1000))
+    j.notify(timer2, T0 + 90.7, kind="Sleep")
+    j.step("decide 4", T0 + 90.8, 0.001)
+    j.step("chase_supplier 4", T0 + 90.9, 0.01)
+    j.step("decide 5", T0 + 91.0, 0.001)
+    j.command("Sleep", T0 + 91.1, wake_up_time=int((T0 + 111.1) * 1000))
+    j.notify(promise, T0 + 95.0, kind="GetPromise")  # the reply comes during the third wait
+    state = state_with(
+        ("place_order", "the price is approved", "ordered"),
+        ("wait_for_supplier_reply", "waiting for the order confirmation", "the supplier has not replied in time"),
+        ("chase_supplier", "the supplier went quiet", "chased"),
+        ("wait_for_supplier_reply", "waiting for the order confirmation", "the supplier has not replied in time"),
+        ("chase_supplier", "the supplier went quiet", "chased"),
+        ("wait_for_supplier_reply", "waiting for the order confirmation", "the supplier replied"),
+    )
+    t = timeline(j, state)
+
+    second, third = t.turns[3].action, t.turns[5].action
+    assert second is not None and second.kind == "wait" and second.promise == "supplier-reply-0"
+    assert (second.start, second.end, second.ended_by) == (T0 + 70.7, T0 + 90.7, "timeout")
+    assert t.turns[3].end is not None and t.turns[3].start is not None
+    assert t.turns[3].end - t.turns[3].start > 19, "the turn lasts as long as it waited, not 0 ms"
+    assert third is not None and (third.end, third.ended_by) == (T0 + 95.0, "message")
+    assert t.turns[1].action is not None and t.turns[1].action.ended_by == "timeout", "the first wait keeps its end"

@@ -178,6 +178,23 @@ def _turns_from_journal(entries: list[JournalEntry]) -> tuple[dict[int, Turn], d
                 last_wait.deadline = entry.wake_up_at  # the timer raced against the wait's promise
                 if cid is not None:
                     waiting_on[cid] = (last_wait, "timer")
+            elif (
+                entry.kind == "Sleep"
+                and last_wait is not None
+                and last_wait.end is not None
+                and not any(s.kind == "wait" for s in (turns[current].spans if current in turns else []))
+            ):
+                # A later turn waits again for the same message (after a chase): the run reads the
+                # promise once, so this wait journals only its new timer, raced against that read.
+                span = Span(kind="wait", name=last_wait.name, start=entry.at, promise=last_wait.promise)
+                span.deadline = entry.wake_up_at
+                turn(current, last_wait.name).spans.append(span)
+                for key, (old, role) in list(waiting_on.items()):
+                    if old is last_wait and role == "promise":
+                        waiting_on[key] = (span, "promise")  # the message, should it come now, ends this wait
+                last_wait = span
+                if cid is not None:
+                    waiting_on[cid] = (span, "timer")
             elif (key := entry.promise_key) is not None:
                 tool = WAIT_TOOL_FOR_EVENT.get(names.promise_event(key), "wait")
                 if _belongs_to_next_turn(turns.get(current), tool):

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.loop import names
 from replenisher.timeline.format import clock, until
 
 SpanKind = Literal["decision", "step", "wait", "delay"]
@@ -105,8 +106,16 @@ class Turn(BaseModel):
 
     @property
     def action(self) -> Span | None:
-        """The step or wait the turn was for (not its decision)."""
-        return next((s for s in reversed(self.spans) if s.kind in ("step", "wait")), None)
+        """The step or wait the turn was for (not its decision, nor a reminder or an escalation
+        its wait sent while it waited)."""
+        return next(
+            (
+                s
+                for s in reversed(self.spans)
+                if s.kind == "wait" or (s.kind == "step" and not names.is_during_wait(s.name))
+            ),
+            None,
+        )
 
 
 class Band(BaseModel):
