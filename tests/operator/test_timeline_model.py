@@ -410,3 +410,15 @@ def test_a_second_wait_for_the_same_reply_after_a_chase_is_drawn_with_its_length
     assert t.turns[3].end - t.turns[3].start > 19, "the turn lasts as long as it waited, not 0 ms"
     assert third is not None and (third.end, third.ended_by) == (T0 + 95.0, "message")
     assert t.turns[1].action is not None and t.turns[1].action.ended_by == "timeout", "the first wait keeps its end"
+
+
+def test_a_run_that_ordered_nothing_says_so_rather_than_0_of_0_received() -> None:
+    rejected = ReplenishmentResult(
+        run_id=RUN, sku="SKU-9", outcome="rejected", detail="too dear", po_number="PO-9", supplier="acme",
+        turns=4, started_at=T0, ended_at=T0 + 20,
+    )  # fmt: skip
+    received = rejected.model_copy(update={"outcome": "received", "quantity_ordered": 80, "quantity_received": 80})
+    for outcome, said in ((rejected, "nothing ordered"), (received, "80 of 80 received")):
+        t = build_timeline(RUN, "SKU-9", now=T0 + 100, outcome=outcome)
+        for page in (render_text(t, width=200), render_html(t)):
+            assert said in page and "0 of 0" not in page

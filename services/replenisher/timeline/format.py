@@ -51,3 +51,10 @@ def days(n: float | None) -> str:
 def shorten(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def received(quantity_received: int, quantity_ordered: int) -> str:
+    """What came of the order: `80 of 80 received`, or `nothing ordered` when no PO was placed."""
+    if quantity_ordered == 0 and quantity_received == 0:
+        return "nothing ordered"
+    return f"{quantity_received} of {quantity_ordered} received"

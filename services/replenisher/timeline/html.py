@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from replenisher.timeline.format import clock, duration, shorten
+from replenisher.timeline.format import clock, duration, received, shorten
 from replenisher.timeline.model import Span, Timeline, Turn, retry_line
 from replenisher.timeline.text import SOURCES, band_line
 
@@ -331,7 +331,5 @@ def _outcome(t: Timeline) -> str:
         return f"<p class=outcome>now: {escape(t.status)}</p>"
     price = f" at {o.unit_price:.2f}" if o.unit_price is not None else ""
     po = f" · PO {o.po_number} from {o.supplier}" if o.po_number else ""
-    text = (
-        f"outcome: {o.outcome.upper()} · {o.quantity_received} of {o.quantity_ordered} received{price}{po} · {o.detail}"
-    )
+    text = f"outcome: {o.outcome.upper()} · {received(o.quantity_received, o.quantity_ordered)}{price}{po} · {o.detail}"
     return f"<p class=outcome data-outcome='{escape(o.outcome)}'>{escape(text)}</p>"

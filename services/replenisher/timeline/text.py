@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
-from replenisher.timeline.format import clock, days, duration, shorten
+from replenisher.timeline.format import clock, days, duration, received, shorten
 from replenisher.timeline.model import Band, Span, Timeline, Turn, retry_line
 
 Col = Callable[[float], int]
@@ -192,7 +192,7 @@ def _footer(t: Timeline, width: int) -> list[str]:
     if o is not None:
         price = f" at {o.unit_price:.2f}" if o.unit_price is not None else ""
         po = f" (PO {o.po_number} from {o.supplier})" if o.po_number else ""
-        lines.append(f"outcome: {o.outcome.upper()}  {o.quantity_received} of {o.quantity_ordered} received{price}{po}")
+        lines.append(f"outcome: {o.outcome.upper()}  {received(o.quantity_received, o.quantity_ordered)}{price}{po}")
         lines.append("         " + shorten(o.detail, width - 9))
     elif t.waiting is not None:
         lines.append(f"now: waiting in {t.waiting.tool} until {t.waiting.until(t.now)}")
