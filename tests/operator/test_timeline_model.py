@@ -422,3 +422,12 @@ def test_a_run_that_ordered_nothing_says_so_rather_than_0_of_0_received() -> Non
         t = build_timeline(RUN, "SKU-9", now=T0 + 100, outcome=outcome)
         for page in (render_text(t, width=200), render_html(t)):
             assert said in page and "0 of 0" not in page
+
+
+def test_how_long_a_run_took_is_in_calendar_days_not_called_business_days() -> None:
+    # The run's clock counts weekends; the header divides by the day's length, so those are days.
+    t = timeline(quoted_then_approved(), state_with(("get_quotes", "need prices", "ok")), now=T0 + 70)
+    text, page = render_text(t, width=200), render_html(t)
+    assert "running for 1.2min (7.0 days) · a day is 10.0s" in text
+    assert "running for 1.2min (7.0 days)" in page
+    assert "business day" not in text.split("\n")[1] and "business days)" not in page

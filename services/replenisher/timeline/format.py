@@ -45,7 +45,7 @@ def duration(seconds: float | None) -> str:
 def days(n: float | None) -> str:
     if n is None:
         return ""
-    return f"{n:.1f} business day{'s' if round(n, 1) != 1 else ''}"
+    return f"{n:.1f} day{'s' if round(n, 1) != 1 else ''}"
 
 
 def shorten(text: str, width: int) -> str:

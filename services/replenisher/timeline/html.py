@@ -96,7 +96,7 @@ def _facts(t: Timeline) -> str:
         end = t.ended_at if t.ended_at is not None else t.now
         verb = "took" if t.ended_at is not None else "running for"
         d = t.day_of(end)
-        facts.append(f"{verb} {duration(end - t.started_at)}" + (f" ({d:.1f} business days)" if d is not None else ""))
+        facts.append(f"{verb} {duration(end - t.started_at)}" + (f" ({d:.1f} days)" if d is not None else ""))
     return " · ".join(facts)
 
 

@@ -226,7 +226,8 @@ class Timeline(BaseModel):
         return start, max(end, start)
 
     def day_of(self, t: float) -> float | None:
-        """Business days since the start, at this run's day length."""
+        """Calendar days since the start, at this run's day length (weekends and holidays count:
+        they are not business days)."""
         if self.day_seconds is None or self.started_at is None:
             return None
         return (t - self.started_at) / self.day_seconds

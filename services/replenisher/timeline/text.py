@@ -41,7 +41,7 @@ def _header(t: Timeline, width: int) -> list[str]:
         verb = "took" if t.ended_at is not None else "running for"
         facts.append(f"{verb} {length}" + (f" ({in_days})" if in_days else ""))
     if t.day_seconds is not None:
-        facts.append(f"a business day is {duration(t.day_seconds)}")
+        facts.append(f"a day is {duration(t.day_seconds)}")
     lines.append(" · ".join(facts))
     lines.append(f"from {SOURCES[t.source]}")
     lines += [textwrap.fill(f"note: {note}", width, subsequent_indent="      ") for note in t.notes]
