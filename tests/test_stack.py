@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -521,6 +521,47 @@ async def test_restart_inbound_keeps_the_secrets_so_the_world_still_gets_through
         assert not pid_alive(after["inbound"].pid), "down stops the restarted inbound endpoint"
     finally:
         await asyncio.to_thread(Stack(config).down)
+
+
+def test_a_service_whose_supervisor_alone_was_killed_is_stopped_by_restart_and_down(
+    stack_config: StackConfig,
+) -> None:
+    # The README's crash rehearsal: `kill -9` the PID `make status` shows. Under granian that is
+    # the supervisor; its worker lives on in the same group and keeps serving the port.
+    config = stack_config.model_copy(update={"server": "granian"})
+    stack = Stack(config)
+    stack.up()
+    supervisor = next(s.pid for s in stack.status() if s.name == "replenisher")
+    workers = [pid for pid in group_members(supervisor) if pid != supervisor]
+    assert workers, "granian runs its app in a worker of the supervisor's group"
+    os.kill(supervisor, 9)
+    assert eventually_sync(lambda: not pid_alive(supervisor))
+    assert is_listening(config.service_port), "the orphaned worker still serves"
+
+    service = next(s for s in stack.status() if s.name == "replenisher")
+    assert not service.running and service.leftovers == workers
+    status = _stack_cli(config, "status")
+    assert status.returncode == 1 and f"pid {workers[0]} still runs" in status.stdout, status
+
+    restarted = stack.restart("service")  # it used to refuse: the port was still taken
+    assert not [pid for pid in workers if pid_alive(pid)]
+    assert restarted.pid != supervisor and all(s.running for s in stack.status())
+
+    new_workers = [pid for pid in group_members(restarted.pid) if pid != restarted.pid]
+    os.kill(restarted.pid, 9)
+    assert eventually_sync(lambda: not pid_alive(restarted.pid))
+    stack.down()  # it used to say "stopped" and leave the worker listening
+    assert not [pid for pid in new_workers if pid_alive(pid)]
+    assert not is_listening(config.service_port)
+
+
+def eventually_sync(check: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_restart_when_the_stack_is_down_says_so(stack_config: StackConfig) -> None:

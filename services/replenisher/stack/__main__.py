@@ -91,6 +91,9 @@ def _print_status(stack: Stack) -> int:
     for s in statuses:
         state = "running" if s.running else "DEAD"
         print(f"{s.name:<15} {state:<8} pid {s.pid:<8} {s.url:<28} log {s.log}")
+        if s.leftovers:
+            pids = ", ".join(str(pid) for pid in s.leftovers)
+            print(f"  but its group's pid {pids} still runs and may hold its port: `down` or `restart` stops it")
     return 0 if all(s.running for s in statuses) else 1
 
 

@@ -26,6 +26,8 @@ from replenisher.stack.processes import (
     ManagedProcess,
     RestateServer,
     Server,
+    group_runs,
+    leftovers,
     pid_runs,
     service_server,
     terminate_pid,
@@ -182,6 +184,9 @@ class ProcessStatus(BaseModel):
     running: bool
     url: str
     log: Path
+    # Processes of its group still running although it is dead (granian's worker after a
+    # `kill -9` of its supervisor): they may still hold its port; `down`/`restart` stop them.
+    leftovers: list[int] = []
 
 
 class Stack:
@@ -260,10 +265,7 @@ class Stack:
         state = self._read_state()
         if state is None:
             return []
-        return [
-            ProcessStatus(name=p.name, pid=p.pid, running=pid_runs(p.pid, p.executable), url=p.url, log=p.log)
-            for p in state.processes
-        ]
+        return [_process_status(p) for p in state.processes]
 
     def is_up(self) -> bool:
         return any(p.running for p in self.status())
@@ -322,9 +324,9 @@ class Stack:
             # Checked before anything is stopped: a refused restart leaves the service as it was.
             restored = state.service_settings.restored(os.environ)
             cfg = cfg.model_copy(update={"service_env": {**restored, **cfg.service_env}})
-        if pid_runs(old.pid, old.executable):
+        if group_runs(old.pid, old.executable):
             terminate_pid(old.pid, signal.Signals(old.stop_signal))
-            if pid_runs(old.pid, old.executable):
+            if group_runs(old.pid, old.executable):
                 raise StackError(f"could not stop {wanted} (pid {old.pid})")
         process, url = next((p, u) for p, u in self._processes(cfg) if p.name == wanted)
         process.start()
@@ -348,9 +350,9 @@ class Stack:
         if state is None:
             return []
         for record in reversed(state.processes):
-            if pid_runs(record.pid, record.executable):
+            if group_runs(record.pid, record.executable):
                 terminate_pid(record.pid, signal.Signals(record.stop_signal))
-        still = [p.name for p in self.status() if p.running]
+        still = [p.name for p in self.status() if p.running or p.leftovers]
         if still:
             raise StackError(f"could not stop: {', '.join(still)}")
         self.state_file.unlink(missing_ok=True)
@@ -361,6 +363,12 @@ def _service_wiring(cfg: StackConfig) -> dict[str, str]:
     """The settings the stack itself gives the service: where the world is, how long a day is."""
     clock = {f"REPLENISHER_{k}": v for k, v in clock_env(cfg).items()}
     return {"REPLENISHER_WORLD_URL": cfg.world_url, "REPLENISHER_DAY_SECONDS": format_seconds(cfg.day_seconds), **clock}
+
+
+def _process_status(p: ProcessRecord) -> ProcessStatus:
+    running = pid_runs(p.pid, p.executable)
+    left = [] if running else leftovers(p.pid, p.executable)
+    return ProcessStatus(name=p.name, pid=p.pid, running=running, url=p.url, log=p.log, leftovers=left)
 
 
 def _record(process: ManagedProcess, url: str) -> ProcessRecord:

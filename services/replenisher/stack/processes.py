@@ -126,9 +126,30 @@ def _wait_dead(pid: int, timeout: float) -> bool:
     return not pid_alive(pid)
 
 
+def leftovers(pgid: int, executable: str) -> list[int]:
+    """Live processes of group `pgid`, other than its leader, still running `executable`: what a
+    leader killed on its own (`kill -9 <pid>` of granian's supervisor) leaves behind. Its worker
+    keeps serving the port. Safe against PID reuse: Linux hands out no PID that is still in
+    use as a process group's id, so the group's members descend from the process we started."""
+    if not Path("/proc").is_dir():
+        return []
+    return [pid for pid in group_members(pgid) if pid != pgid and pid_runs(pid, executable)]
+
+
+def group_runs(pgid: int, executable: str) -> bool:
+    """Whether the process we started, or anything of its group it left behind, still runs."""
+    return pid_runs(pgid, executable) or bool(leftovers(pgid, executable))
+
+
 def terminate_pid(pid: int, stop_signal: int, timeout: float = DEFAULT_STOP_TIMEOUT) -> None:
-    """Stop a process group we may not be the parent of: polite signal, then SIGKILL."""
+    """Stop a process group we may not be the parent of: polite signal, then SIGKILL. A group
+    whose leader is already dead still has its leftovers stopped."""
     if not pid_alive(pid):
+        if Path("/proc").is_dir() and group_members(pid):
+            _signal_group(pid, stop_signal)
+            _wait_group_gone(pid, timeout)
+            _signal_group(pid, signal.SIGKILL)
+            _wait_group_gone(pid)
         return
     _signal_group(pid, stop_signal)
     if not _wait_dead(pid, timeout):
