@@ -207,8 +207,7 @@ async def goods_receipt(world: SimulatedWorld, req: Request) -> Response:
 async def book_goods(world: SimulatedWorld, req: Request) -> Response:
     manual = req.parse(ManualReceipt)
     receipt = BookedReceipt(**manual.model_dump(), booked_at=world.clock.now())
-    world.erp.book_goods(receipt)
-    return ok(receipt)
+    return ok(world.erp.book_goods(receipt))
 
 
 @route("GET", "/erp/closures", call=("erp", "closures"))

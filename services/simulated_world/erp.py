@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from replenisher.domain.documents import PoNumber, PurchaseOrderClosure, Sku, StockLevel, SupplierId
-from simulated_world.errors import NotFound
+from simulated_world.errors import Conflict, NotFound
 
 
 class ItemSetup(BaseModel):
@@ -137,12 +137,21 @@ class Erp:
             for sku, item in sorted(self.items.items())
         ]
 
-    def book_goods(self, receipt: BookedReceipt) -> None:
+    def book_goods(self, receipt: BookedReceipt) -> BookedReceipt:
+        """Book goods in once per receipt id: a repeat of the same receipt (a retried request) is
+        answered with the first booking and adds no stock; the same id with other numbers is a
+        conflict, since the agent checks a goods message against the booking by id."""
+        booked = next((r for r in self.receipts if r.receipt_id == receipt.receipt_id), None)
+        if booked is not None:
+            if booked.model_dump(exclude={"booked_at"}) != receipt.model_dump(exclude={"booked_at"}):
+                raise Conflict(f"goods receipt {receipt.receipt_id!r} is already booked with other numbers")
+            return booked
         # A supplier may ship a SKU the ERP no longer lists; the receipt is still kept.
         item = self.items.get(receipt.sku)
         if item is not None:
             item.book_in(receipt.quantity, receipt.booked_at, self.day_seconds)
         self.receipts.append(receipt)
+        return receipt
 
     def receipt(self, receipt_id: str) -> BookedReceipt:
         found = next((r for r in self.receipts if r.receipt_id == receipt_id), None)

@@ -108,6 +108,22 @@ def test_goods_booked_in_raise_stock_and_are_consumed_from_then_on() -> None:
     assert [r.receipt_id for r in erp.receipts] == ["r1"]
 
 
+def test_a_receipt_id_is_booked_once_a_repeat_adds_no_stock_and_other_numbers_conflict() -> None:
+    erp = Erp(DAY)
+    erp.set_item(
+        "SKU-1", ItemSetup(on_hand=10, safety_stock=2, target_stock=20, daily_consumption=0, suppliers=["a"]), 0
+    )
+    first = BookedReceipt(receipt_id="r1", po_number="PO-1", sku="SKU-1", supplier="a", quantity=30, booked_at=100)
+    assert erp.book_goods(first) == first
+    # The README's `curl -X POST .../admin/goods-receipts` sent twice: one booking, one stock rise.
+    assert erp.book_goods(first.model_copy(update={"booked_at": 200})) == first
+    assert erp.stock("SKU-1", now=300.0).on_hand == 40
+    with pytest.raises(Conflict, match="'r1' is already booked with other numbers"):
+        erp.book_goods(first.model_copy(update={"quantity": 99, "booked_at": 300}))
+    assert erp.stock("SKU-1", now=300.0).on_hand == 40
+    assert erp.receipts == [first] and erp.receipt("r1") == first
+
+
 def test_item_setup_refuses_a_target_at_or_below_safety_stock() -> None:
     with pytest.raises(ValidationError, match="target_stock"):
         ItemSetup(on_hand=1, safety_stock=10, target_stock=10, suppliers=["a"])
