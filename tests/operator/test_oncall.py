@@ -244,6 +244,42 @@ async def test_a_call_restate_paused_is_shown_by_status_and_a_check_behind_it_sa
     assert after.code == 0 and "STOPPED" not in after.out, after
 
 
+async def test_a_change_held_behind_a_paused_call_while_the_service_is_down_says_it_waits_for_the_resume(
+    cli: Cli, scenario: Scenario, service: RegisteredService, ingress: httpx.AsyncClient, admin: Admin
+) -> None:
+    """Both at once: the service down and a paused `check` holding the SKU. A `check` then runs
+    when the paused one is resumed, not when the service is back: exit 6, not 5."""
+    await setup_lasting_quotes(scenario)
+    await scenario.configure()
+    service.kill()
+    try:
+        sent = await ingress.post(f"/SkuAgent/{scenario.sku}/check/send", headers={"idempotency-key": "held-down"})
+        assert sent.status_code == 202, sent.text
+        held: str = sent.json()["invocationId"]
+        await eventually(
+            lambda: refused_attempts(admin, f"SkuAgent/{scenario.sku}/check"), timeout=20, what="a refused attempt"
+        )
+        async with httpx.AsyncClient(base_url=admin.url, timeout=10) as api:
+            assert (await api.patch(f"/invocations/{held}/pause")).status_code in (200, 202)
+
+        async def is_paused() -> bool:
+            return await admin.asql(f"SELECT status FROM sys_invocation WHERE id = '{held}'") == [{"status": "paused"}]
+
+        await eventually(is_paused, timeout=20, what=f"{held} to be paused")
+        # Something else Restate keeps retrying, so it knows the service is down.
+        assert (await ingress.post(f"/SkuAgent/{scenario.sku}/status/send")).status_code == 202
+        await eventually(
+            lambda: refused_attempts(admin, f"SkuAgent/{scenario.sku}/status"), timeout=20, what="a refused read"
+        )
+        check = await cli("check", scenario.sku)
+        assert check.code == 6, check
+        assert "queued behind a paused call" in check.out and f"restate invocations resume {held}" in check.out
+        assert "will run when the service is back" not in check.out, check
+    finally:
+        service.restart()
+    await resume(admin, held)
+
+
 def test_status_looks_for_paused_calls_of_the_sku_its_active_run_and_its_recent_runs() -> None:
     """A run's last one-way calls (its archive's `keep`, the SKU's `finish`) outlive it: a paused
     one of an earlier run is looked for too, not only the agent's and the active run's."""

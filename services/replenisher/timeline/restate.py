@@ -260,7 +260,7 @@ class RestateClient:
         if self.degraded is not None:
             # Known down: do not leave one more call hanging in Restate for nothing.
             if idempotency_key is not None:
-                raise Accepted(_what(path), await self._invocation_of(path, body, idempotency_key), self.degraded)
+                raise await self._held(path, body, idempotency_key, self.degraded)
             raise ServiceDown(self.degraded)
         began = time.time()
         call = asyncio.ensure_future(self._request(method, f"{self.ingress_url}{path}", "ingress", **kwargs))
@@ -272,7 +272,7 @@ class RestateClient:
                     call.cancel()
                     self.degraded = health
                     if idempotency_key is not None:
-                        raise Accepted(_what(path), await self._invocation_of(path, body, idempotency_key), health)
+                        raise await self._held(path, body, idempotency_key, health)
                     await self._drop_abandoned_read(path, began)
                     raise ServiceDown(health)
                 # A change that waits behind a paused call of its SKU would wait for a person.
@@ -317,6 +317,15 @@ class RestateClient:
                 await self._request("PATCH", f"{self.admin_url}/invocations/{row['id']}/kill", "admin API")
         except OperatorError:
             pass  # best effort: the read is harmless if it runs later
+
+    async def _held(self, path: str, body: Any, idempotency_key: str, health: Health) -> Accepted | Blocked:
+        """What a change Restate keeps while the service is down waits for: the service, or,
+        when a paused call holds its SKU, a person resuming that call (the service coming back
+        does not run it then)."""
+        invocation = await self._invocation_of(path, body, idempotency_key)
+        if (holding := await self._paused_holding(path)) is not None:
+            return Blocked(_what(path), invocation, holding)
+        return Accepted(_what(path), invocation, health)
 
     async def _invocation_of(self, path: str, body: Any, idempotency_key: str) -> str | None:
         # The same key attaches to the call Restate already holds: its id, and no second call.
