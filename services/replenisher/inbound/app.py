@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -52,6 +54,11 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 FORWARD_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 PREFIX = "/messages/"
+SKU_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+"""A SKU's id as the documents spell it (`Sku`): anything else has no address here."""
+TIMESTAMP = re.compile(r"[0-9]{1,12}")
+"""Unix seconds in ASCII digits: `str.isdigit` also takes "²" and 5000-digit strings, which `int` refuses."""
+IDEMPOTENCY_KEY = re.compile(r"[!-~]{1,256}")
 
 
 class Refused(Exception):
@@ -141,7 +148,7 @@ class InboundApp:
         method, path = scope["method"], scope["path"]
         if method == "GET" and path == "/health":
             return Reply(200, b'{"ok":true}')
-        if method != "POST" or not path.startswith(PREFIX) or "/" in path[len(PREFIX) :] or path == PREFIX:
+        if method != "POST" or not path.startswith(PREFIX) or not SKU_ID.fullmatch(path[len(PREFIX) :]):
             raise Refused(404, f"no such endpoint: {method} {path[:200]} (messages go to POST /messages/<sku>)")
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         body = await read_posted(headers, receive)
@@ -151,9 +158,13 @@ class InboundApp:
         refused = refusal(sender, message.event, message.payload)
         if refused is not None:
             raise Refused(403, refused)
-        sku = unquote(path[len(PREFIX) :])
+        key = headers.get("idempotency-key")
+        if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
+            raise Refused(400, "idempotency-key: 1 to 256 printable ASCII characters")
+        # `path` is decoded once already, and the id holds no character that needs decoding.
+        sku = path[len(PREFIX) :]
         try:
-            reply = await self.forward(sku, sender, message, headers.get("idempotency-key") or signature)
+            reply = await self.forward(sku, sender, message, key or signature)
         except Refused:
             self.seen.forget(signature)
             raise
@@ -172,7 +183,7 @@ class InboundApp:
             raise Refused(401, f"unknown or missing party in {PARTY_HEADER}")
         timestamp = headers.get(TIMESTAMP_HEADER, "")
         given = headers.get(SIGNATURE_HEADER, "")
-        if not timestamp.isdigit() or not verify(secret, timestamp, party, path, body, given):
+        if not TIMESTAMP.fullmatch(timestamp) or not verify(secret, timestamp, party, path, body, given):
             raise Refused(401, f"bad signature for {party!r} (see {SIGNATURE_HEADER} in the README)")
         now = time.time()
         window = self.settings.replay_window_seconds
@@ -217,10 +228,32 @@ async def read_posted(headers: dict[str, str], receive: Receive) -> bytes:
 
 def parse(body: bytes) -> Inbound:
     try:
-        return Inbound.model_validate_json(body)
+        message = Inbound.model_validate_json(body)
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in e.errors())
         raise Refused(400, problems) from e
+    where = non_finite(message.payload, "payload")
+    if where is not None:
+        # Forwarded as JSON it would become null: `up_to: Infinity` an approval without a cap.
+        raise Refused(400, f"{where}: not a finite number")
+    return message
+
+
+def non_finite(value: Any, where: str) -> str | None:
+    """The place of the first NaN or infinity in a parsed JSON value, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        found = non_finite(v, f"{where}.{k}")
+        if found is not None:
+            return found
+    return None
 
 
 app = InboundApp()

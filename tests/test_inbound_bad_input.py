@@ -1,0 +1,126 @@
+"""The inbound endpoint answers a signed but bad request with a 4xx and forwards nothing.
+
+Found probing a running stack: a signed timestamp of "²" or of 5000 digits and an
+idempotency key with a non-ASCII byte were 500s with tracebacks; a payload's `Infinity` or
+`1e400` was forwarded as null (`up_to: 1e400` became an approval without a cap); and a
+SKU id of `..` was forwarded to the ingress as `/SkuAgent/../deliver`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from replenisher.inbound.app import InboundApp
+from replenisher.inbound.settings import InboundSettings
+from replenisher.inbound.signing import new_secrets, secret_for, signature, write_secrets
+
+REPLY = {"event": "supplier-reply", "payload": {"po_number": "PO-1", "supplier": "acme", "text": "ok"}}
+
+
+@pytest.fixture
+def endpoint(tmp_path: Path) -> tuple[InboundApp, dict[str, str], list[httpx.Request]]:
+    secrets = new_secrets()
+    path = tmp_path / "secrets.json"
+    write_secrets(path, secrets)
+    app = InboundApp(InboundSettings(secrets_file=path, ingress_url="http://ingress"))
+    forwarded: list[httpx.Request] = []
+
+    def ingress(request: httpx.Request) -> httpx.Response:
+        forwarded.append(request)
+        return httpx.Response(200, json={"kept": True})
+
+    app._client = httpx.AsyncClient(transport=httpx.MockTransport(ingress))
+    return app, secrets, forwarded
+
+
+async def post(
+    app: InboundApp,
+    secrets: dict[str, str],
+    raw_path: bytes,
+    body: bytes,
+    timestamp: str | None = None,
+    extra: list[tuple[bytes, bytes]] | None = None,
+    party: str = "supplier:acme",
+) -> tuple[int, dict[str, Any]]:
+    ts = timestamp if timestamp is not None else str(int(time.time()))
+    secret = secret_for(secrets, party)
+    assert secret is not None
+    sig = signature(secret, ts, party, raw_path.decode("latin-1"), body)
+    headers = [
+        (b"x-replenisher-party", party.encode()),
+        (b"x-replenisher-timestamp", ts.encode("latin-1")),
+        (b"x-replenisher-signature", sig.encode()),
+        *(extra or []),
+    ]
+    from urllib.parse import unquote
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": unquote(raw_path.decode("latin-1")),
+        "raw_path": raw_path,
+        "headers": headers,
+    }
+    sent: list[dict[str, Any]] = []
+    chunks = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return chunks.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    status = sent[0]["status"]
+    return status, json.loads(sent[1]["body"] or b"{}")
+
+
+async def test_a_good_message_is_forwarded(endpoint: Any) -> None:
+    app, secrets, forwarded = endpoint
+    status, _ = await post(app, secrets, b"/messages/SKU-101", json.dumps(REPLY).encode())
+    assert status == 200 and len(forwarded) == 1
+    assert forwarded[0].url.path == "/SkuAgent/SKU-101/deliver"
+
+
+@pytest.mark.parametrize("timestamp", ["\xb2", "9" * 5000, "-5"])
+async def test_a_signed_timestamp_that_is_not_ascii_digits_is_a_401(endpoint: Any, timestamp: str) -> None:
+    app, secrets, forwarded = endpoint
+    status, body = await post(app, secrets, b"/messages/SKU-101", json.dumps(REPLY).encode(), timestamp=timestamp)
+    assert status == 401 and "signature" in body["error"] and not forwarded
+
+
+async def test_an_idempotency_key_that_is_not_printable_ascii_is_a_400(endpoint: Any) -> None:
+    app, secrets, forwarded = endpoint
+    extra = [(b"idempotency-key", b"k\xe9y")]
+    status, body = await post(app, secrets, b"/messages/SKU-101", json.dumps(REPLY).encode(), extra=extra)
+    assert status == 400 and "idempotency-key" in body["error"] and not forwarded
+
+
+@pytest.mark.parametrize("number", [b"NaN", b"Infinity", b"-Infinity", b"1e400"])
+async def test_a_number_that_is_not_finite_is_a_400_not_a_null(endpoint: Any, number: bytes) -> None:
+    app, secrets, forwarded = endpoint
+    body = b'{"event":"approval","payload":{"po_number":"PO-1","token":"t","approved":true,"up_to":' + number + b"}}"
+    status, answer = await post(app, secrets, b"/messages/SKU-101", body, party="manager")
+    assert status == 400 and answer["error"] == "payload.up_to: not a finite number" and not forwarded
+
+
+@pytest.mark.parametrize(
+    "raw_path",
+    [
+        b"/messages/..",
+        b"/messages/%2E%2E",
+        b"/messages/SKU%252F..%252FSKU-1",
+        b"/messages/SKU%00",
+        b"/messages/" + b"A" * 65,
+    ],
+)
+async def test_a_path_that_is_no_sku_id_is_a_404(endpoint: Any, raw_path: bytes) -> None:
+    app, secrets, forwarded = endpoint
+    status, body = await post(app, secrets, raw_path, json.dumps(REPLY).encode())
+    assert status == 404 and "no such endpoint" in body["error"] and not forwarded
