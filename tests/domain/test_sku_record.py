@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from tests.domain.factories import T0, stock
 
+from replenisher.domain.documents import Sender
 from replenisher.domain.outcomes import ReplenishmentResult
-from replenisher.domain.sku import KEPT_MESSAGES, RECENT_OUTCOMES, KeptMessage, SkuRecord
+from replenisher.domain.sku import KEPT_MESSAGES, RECENT_OUTCOMES, ROUTED_PER_SENDER, KeptMessage, SkuRecord
 
 
 def result(run_id: str, outcome: str = "received", consumed: dict[str, int] | None = None) -> ReplenishmentResult:
@@ -40,6 +41,21 @@ def test_messages_are_numbered_per_kind_in_arrival_order() -> None:
     record.consider(stock(), T0)
     seqs = [record.route(e, {"n": i}, T0) for i, e in enumerate(["goods", "approval", "goods", "goods"])]
     assert [(m.event, m.seq) for m in seqs if m] == [("goods", 0), ("approval", 0), ("goods", 1), ("goods", 2)]
+
+
+def test_one_senders_flood_does_not_push_another_senders_messages_off_the_run() -> None:
+    record = SkuRecord(sku="SKU-1")
+    record.consider(stock(), T0)
+    evil = Sender(party="supplier:evil")
+    for i in range(ROUTED_PER_SENDER + 5):
+        record.route("supplier-reply", {"po_number": f"PO-JUNK-{i}"}, T0, evil)
+    assert record.active is not None and len(record.active.routed) == ROUTED_PER_SENDER
+    assert len(record.kept) == 5 and "supplier:evil" in record.kept[0].reason
+    approval = record.route("approval", {"po_number": "PO-1"}, T0, Sender(party="manager"))
+    goods = record.route("goods", {"po_number": "PO-1"}, T0, Sender(party="warehouse"))
+    relayed = record.route("goods", {"po_number": "PO-1"}, T0)
+    assert approval is not None and approval.seq == 0
+    assert goods is not None and goods.seq == 0 and relayed is not None and relayed.seq == 1
 
 
 def test_a_message_with_no_active_run_is_kept() -> None:

@@ -24,7 +24,10 @@ from replenisher.domain.waits import WaitOverrides
 SKU_SCHEMA_VERSION = 3
 RECENT_OUTCOMES = 20
 KEPT_MESSAGES = 100
-ROUTED_PER_RUN = 200
+ROUTED_PER_SENDER = 100
+"""Messages one sender may route to one run; past it its messages are kept instead. Per sender,
+not per run: a cap shared by all let one supplier's junk push the manager's approval and the
+warehouse's goods off the run (kept, never read), so the run waited out its deadline."""
 RECONCILE_BACKOFF_STEPS = 4
 """Reconciliation of an order that may exist backs off to at most 2**4 re-check intervals, never stops."""
 
@@ -189,13 +192,14 @@ class SkuRecord(BaseModel):
         if active is None:
             self.keep(KeptMessage(event=event, payload=payload, at=at, reason="no active replenishment", sender=sender))
             return None
-        if len(active.routed) >= ROUTED_PER_RUN:
+        if sum(1 for m in active.routed if m.sender == sender) >= ROUTED_PER_SENDER:
+            party = sender.party if sender is not None else "operator"
             self.keep(
                 KeptMessage(
                     event=event,
                     payload=payload,
                     at=at,
-                    reason="too many messages for one run",
+                    reason=f"too many messages from {party} for one run",
                     run_id=active.run_id,
                     sender=sender,
                 )
