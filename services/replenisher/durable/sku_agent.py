@@ -75,8 +75,13 @@ class CheckResult(BaseModel):
     held_until: float | None = Field(default=None, description="resting after a run that ended without goods")
 
 
+MIN_CHECK_INTERVAL_DAYS = 0.01
+"""About a quarter of an hour of a business day. Without a floor, `interval_days: 1e-300` passed
+`gt=0` and the SKU ticked in a hot loop, a stock read from the ERP each time, until unwatched."""
+
+
 class WatchRequest(BaseModel):
-    interval_days: float | None = Field(default=None, gt=0, le=365)
+    interval_days: float | None = Field(default=None, ge=MIN_CHECK_INTERVAL_DAYS, le=365)
 
 
 class Tick(BaseModel):
