@@ -95,6 +95,34 @@ async def test_every_refusal_has_its_status_and_reason_and_changes_nothing(
     as_other = {"event": "supplier-reply", "payload": {**reply, "supplier": "acme-rival"}}
     refused(await supplier.send(sku, as_other), 403, "only write about its own orders")
 
+    # Found probing a running stack: these were 500s with tracebacks (a signed timestamp of "²"
+    # or of 5000 digits, an idempotency key that is not ASCII), forwarded as null (`Infinity`,
+    # `1e400`: an approval without a cap), forwarded out of the SKU's address (`..`), or coerced
+    # ("approved": "yes", "quantity": "5").
+    raw = json.dumps(message).encode()
+    for stamp in ("\xb2", "9" * 5000):
+        signed = {**signed_headers(supplier.secret, supplier.party, f"/messages/{sku}", raw, time.time())}
+        signed["x-replenisher-timestamp"] = stamp
+        headers = [(k.encode(), v.encode("latin-1")) for k, v in signed.items()]
+        refused(await door.post(f"/messages/{sku}", content=raw, headers=headers), 401, "bad signature")
+    signed = signed_headers(supplier.secret, supplier.party, f"/messages/{sku}", raw, time.time())
+    headers = [*((k.encode(), v.encode()) for k, v in signed.items()), (b"idempotency-key", b"k\xe9y")]
+    refused(await door.post(f"/messages/{sku}", content=raw, headers=headers), 400, "idempotency-key")
+    manager = Party(door, secrets, "manager")
+    for number in (b"NaN", b"Infinity", b"1e400"):
+        head = b'{"event":"approval","payload":{"po_number":"PO-1","token":"t","approved":true,"up_to":'
+        body = head + number + b"}}"
+        refused(await manager.send(sku, body), 400, "payload.up_to: not a finite number")
+    for path in ("%2E%2E", "SKU%252F..%252FSKU-1", "A" * 65):
+        refused(await supplier.send(path, message), 404, "no such endpoint")
+    lax = {"event": "approval", "payload": {"po_number": "PO-1", "token": "t", "approved": "yes"}}
+    answer = await manager.send(sku, lax)
+    assert answer.status_code == 400 and "approved" in answer.text, answer.text
+    warehouse = Party(door, secrets, "warehouse")
+    lax_goods = {"event": "goods", "payload": {"receipt_id": "r", "po_number": "PO-1", "sku": sku, "quantity": "5"}}
+    answer = await warehouse.send(sku, lax_goods)
+    assert answer.status_code == 400 and "quantity" in answer.text, answer.text
+
     # The ingress's own 4xx comes back through the door (a payload the agent finds malformed).
     bad_payload = {"event": "supplier-reply", "payload": {"supplier": scenario.supplier, "text": "no PO"}}
     answer = await supplier.send(sku, bad_payload)
@@ -110,6 +138,16 @@ async def test_every_refusal_has_its_status_and_reason_and_changes_nothing(
     replay = await door.post(f"/messages/{sku}", content=first.request.content, headers=dict(first.request.headers))
     refused(replay, 409, "already received")
     assert len((await scenario.status())["kept"]) == 1
+
+    # A key refused before the signature is checked spends no signature: the same signed request
+    # with a usable key gets through.
+    again = json.dumps({**message, "payload": {**reply, "text": "Shipped, again."}}).encode()
+    signed = signed_headers(supplier.secret, supplier.party, f"/messages/{sku}", again, time.time())
+    headers = [*((k.encode(), v.encode()) for k, v in signed.items()), (b"idempotency-key", b"k\xe9y")]
+    refused(await door.post(f"/messages/{sku}", content=again, headers=headers), 400, "idempotency-key")
+    retried = await door.post(f"/messages/{sku}", content=again, headers={**signed, "idempotency-key": "reply-2"})
+    assert retried.status_code == 200, retried.text
+    assert len((await scenario.status())["kept"]) == 2
 
 
 async def test_the_world_signs_as_each_party_and_a_supplier_is_the_only_one_heard_on_its_order(

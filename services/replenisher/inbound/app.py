@@ -151,6 +151,10 @@ class InboundApp:
         if method != "POST" or not path.startswith(PREFIX) or not SKU_ID.fullmatch(path[len(PREFIX) :]):
             raise Refused(404, f"no such endpoint: {method} {path[:200]} (messages go to POST /messages/<sku>)")
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        # Checked before the signature is spent: the same signed request with a usable key gets through.
+        key = headers.get("idempotency-key")
+        if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
+            raise Refused(400, "idempotency-key: 1 to 256 printable ASCII characters")
         body = await read_posted(headers, receive)
         raw_path = scope.get("raw_path") or path.encode()
         sender, signature = self.authenticate(headers, raw_path.decode("latin-1"), body)
@@ -158,9 +162,6 @@ class InboundApp:
         refused = refusal(sender, message.event, message.payload)
         if refused is not None:
             raise Refused(403, refused)
-        key = headers.get("idempotency-key")
-        if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
-            raise Refused(400, "idempotency-key: 1 to 256 printable ASCII characters")
         # `path` is decoded once already, and the id holds no character that needs decoding.
         sku = path[len(PREFIX) :]
         try:
