@@ -252,6 +252,7 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
             lines.append(f"kept messages: {len(record.kept) + record.kept_overflow} (no run read them):")
             for m in record.kept[-5:]:
                 lines.append(f"  {m.event} at {clock(m.at)}: {m.reason}")
+        lines += security_lines(record)
         return "\n".join(lines)
 
     emit(args, data, human)
@@ -273,6 +274,18 @@ def paused_lines(paused: Sequence[PausedCall], note: str) -> list[str]:
         lines.append("  every later check, message and approval for this SKU waits behind it")
     lines += [f"  {p.remedy()}" for p in paused]
     return lines + ([note] if note else [])
+
+
+def security_lines(record: SkuRecord, shown: int = 5) -> list[str]:
+    """What the rules refused for this SKU (forged or mismatched messages, a model's refused
+    choice): the total and the latest few, newest first; nothing when there were none."""
+    log = record.security
+    if log.total == 0:
+        return []
+    lines = [f"security events: {log.total} (refused, nothing changed; latest first):"]
+    for event in log.recent[-shown:][::-1]:
+        lines.append(f"  {clock(event.at)} {event.run_id}: {shorten(event.what, 100)}")
+    return lines
 
 
 def approval_story(approval: Any) -> str:

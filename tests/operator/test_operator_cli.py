@@ -8,7 +8,7 @@ import httpx
 import pytest
 from operator_support import Cli, setup_lasting_quotes
 
-from e2e.scenario import Scenario
+from e2e.scenario import Scenario, ok
 from replenisher.stack.admin import Admin
 from replenisher.stack.ports import free_port
 from replenisher.stack.runtime import RestateRuntime
@@ -45,6 +45,18 @@ async def test_status_shows_the_token_and_approving_carries_the_run_to_its_goods
     assert too_low.code == 1 and "below the asked 4.00" in too_low.err, too_low
     wrong_token = await cli("approve", scenario.sku, "--up-to", "4.00", "--token", "not-the-token")
     assert wrong_token.code == 1 and "not the one of" in wrong_token.err, wrong_token
+
+    # A guessed token that does reach the run is refused there, and `status` says so.
+    guess = {"po_number": request["po_number"], "token": "guess", "approved": True, "up_to": 4.0}
+    ok(await scenario.deliver("approval", guess))
+
+    async def refused_seen() -> bool:
+        return (await scenario.status())["security"]["total"] >= 1
+
+    await eventually(refused_seen, timeout=30, what="the run to refuse the guessed token")
+    shown = await cli("status", scenario.sku)
+    assert "security events: 1 (refused, nothing changed" in shown.out and run_id in shown.out, shown
+    assert "approval pending" in shown.out, "the refused approval changed nothing"
 
     approved = await cli("approve", scenario.sku, "--up-to", "4.20", "--token", request["token"], "--note", "ok")
     assert approved.code == 0, approved
