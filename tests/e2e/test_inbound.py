@@ -3,6 +3,7 @@ with the authenticated sender on it. Judged from the world's and the run's recor
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -14,8 +15,10 @@ import pytest
 import pytest_asyncio
 
 from e2e.scenario import Scenario, ok
+from replenisher.domain.sku import ROUTED_PER_SENDER
 from replenisher.inbound.signing import load_secrets, secret_for, signed_headers
 from replenisher.stack.processes import HypercornApp
+from support import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -180,3 +183,37 @@ async def test_the_world_signs_as_each_party_and_a_supplier_is_the_only_one_hear
     state = await scenario.waiting_for(run_id, "wait_for_goods", within=30)
     assert state["state"]["reply"]["confirmed"] is True and state["state"]["reply"]["delivery_days"] == 2
     assert [c for c in await scenario.calls() if c["op"] == "cancel"] == [], "the spoofed reply changed nothing"
+
+
+async def test_one_suppliers_flood_cannot_keep_the_managers_approval_from_the_run(
+    scenario: Scenario, door: httpx.AsyncClient, secrets: dict[str, str]
+) -> None:
+    """Found probing a running stack: a run took 200 messages, counted over every sender, so one
+    supplier's signed junk pushed the manager's genuine approval off the run (kept, never read)
+    and the run ended "no approval in time". The cap is per sender now. Judged from the world's
+    orders; past the old cap of 200, so the code before fails it."""
+    await scenario.setup(lead_days=300)
+    await scenario.fault(quiet=True)  # no supplier reply of the world's own
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    supplier = Party(door, secrets, f"supplier:{scenario.supplier}")
+    flood = 2 * ROUTED_PER_SENDER + 5
+    gate = asyncio.Semaphore(8)
+
+    async def junk(i: int) -> None:
+        payload = {"po_number": f"PO-JUNK-{i}", "supplier": scenario.supplier, "text": f"junk {i}"}
+        async with gate:
+            ok(await supplier.send(scenario.sku, {"event": "supplier-reply", "payload": payload}))
+
+    await asyncio.gather(*(junk(i) for i in range(flood)))
+    status = await scenario.status()
+
+    await scenario.decide(request["po_number"], approved=True)  # the manager, through the door
+    orders = await eventually(scenario.orders, timeout=30, what="the approved order to be placed")
+    assert [o["po_number"] for o in orders] == [request["po_number"]]
+    approval = (await scenario.run_view(run_id))["state"]["approval"]
+    assert approval["channel"] == "manager" and approval["decided_at"] is not None
+    # The supplier's first messages went to the run, the rest were kept, each saying why.
+    assert len(status["active"]["routed"]) == ROUTED_PER_SENDER
+    assert status["kept_overflow"] + len(status["kept"]) == flood - ROUTED_PER_SENDER
+    assert f"too many messages from {supplier.party}" in status["kept"][-1]["reason"]
