@@ -96,8 +96,21 @@ async def test_bad_input_gets_a_4xx_with_the_reason_and_changes_nothing(scenario
     assert response.status_code == 400 and "approval" in response.json()["message"]
     response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/configure", json={"approval_days": 2})
     assert response.status_code == 400 and "approval_days" in response.json()["message"]
+    response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/watch", json={"interval": 2})
+    assert response.status_code == 400 and "interval" in response.json()["message"], "a typo is no default watch"
 
     assert await scenario.status() == before
+
+    # A key that is no SKU id never reaches the ERP: `..` made the stock read's URL `/erp/`.
+    async def stock_reads() -> int:
+        return len(ok(await scenario.world.get("/admin/calls", params={"op": "get_stock"}))["calls"])
+
+    reads = await stock_reads()
+    for key in ("%2E%2E", "SKU%201", "-x"):
+        for handler, body in (("check", None), ("watch", {}), ("deliver", {"event": "goods", "payload": {}})):
+            response = await scenario.ingress.post(f"/SkuAgent/{key}/{handler}", json=body)
+            assert response.status_code == 400 and "not a SKU id" in response.json()["message"], (key, response.text)
+    assert await stock_reads() == reads, "no stock read for a key that is no SKU id"
 
     unknown = f"SKU-NOPE-{scenario.sku[-6:]}"
     response = await scenario.ingress.post(f"/SkuAgent/{unknown}/check")

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import restate
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from restate import ObjectContext, ObjectSharedContext
 from restate.exceptions import TerminalError
 
@@ -24,6 +24,7 @@ from replenisher.domain.documents import (
     GoodsReceipt,
     OrderAck,
     Sender,
+    Sku,
     StockLevel,
 )
 from replenisher.domain.outcomes import ReplenishmentResult
@@ -81,6 +82,8 @@ MIN_CHECK_INTERVAL_DAYS = 0.01
 
 
 class WatchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # `{"interval": 2}` is a typo, not a default watch
+
     interval_days: float | None = Field(default=None, ge=MIN_CHECK_INTERVAL_DAYS, le=365)
 
 
@@ -102,6 +105,19 @@ class RoutedArrival(BaseModel):
     arrived_at: float | None = Field(description="when the message reached the SKU's address; None: it has not")
 
 
+SKU_ID: TypeAdapter[str] = TypeAdapter(Sku)
+
+
+def sku_key(ctx: ObjectContext) -> str:
+    """The agent's key, which must be a SKU id (`Sku`), else a 400 before anything is asked of
+    the ERP: a key of `..` made the stock read's URL `/erp/` instead of `/erp/stock/..`."""
+    key = ctx.key()
+    try:
+        return SKU_ID.validate_python(key)
+    except ValidationError as e:
+        raise bad_request(f"not a SKU id: {key[:80]!r} ({describe(e)})") from e
+
+
 async def load(ctx: ObjectContext | ObjectSharedContext) -> SkuRecord | None:
     return await load_stored(ctx, RECORD, SkuRecord)
 
@@ -110,6 +126,7 @@ async def load_or_create(ctx: ObjectContext) -> SkuRecord:
     """The SKU's record; a first contact must name a SKU the ERP knows (404 otherwise)."""
     record = await load(ctx)
     if record is None:
+        sku_key(ctx)
         await read_stock(ctx)
         record = SkuRecord(sku=ctx.key())
     return record
@@ -243,7 +260,7 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
 @sku_agent.handler()
 async def check(ctx: ObjectContext) -> CheckResult:
     """Read stock now; start a replenishment if it is below safety stock and none is active."""
-    record = await load(ctx) or SkuRecord(sku=ctx.key())
+    record = await load(ctx) or SkuRecord(sku=sku_key(ctx))
     result = await check_stock(ctx, record)
     ctx.set(RECORD, record)
     return result
@@ -323,6 +340,7 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
     Goods count only as the ERP booked them: the receipt is looked up by its id, and the
     ERP's record, not the message's numbers, is what the run gets.
     """
+    sku_key(ctx)
     model = EVENT_PAYLOADS[delivery.event]
     try:
         document = model.model_validate(delivery.payload)
