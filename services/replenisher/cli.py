@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import shutil
+import socket
 import sys
 import time
 import uuid
@@ -414,14 +415,28 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def writable(path: str) -> None:
+    """A file the command will write: its folder must exist, checked before any work is done."""
+    folder = Path(path).expanduser().resolve().parent
+    if not folder.is_dir():
+        raise OperatorError(f"cannot write {path}: there is no folder {folder}")
+    if Path(path).is_dir():
+        raise OperatorError(f"cannot write {path}: it is a folder")
+
+
 async def cmd_timeline(client: RestateClient, args: argparse.Namespace) -> int:
     from replenisher.timeline.html import render_html
     from replenisher.timeline.load import load_timeline
     from replenisher.timeline.text import render_text
 
+    if args.html:
+        writable(args.html)
     timeline = await load_timeline(client, args.sku, args.run)
     if args.html:
-        await asyncio.to_thread(Path(args.html).write_text, render_html(timeline))
+        try:
+            await asyncio.to_thread(Path(args.html).write_text, render_html(timeline))
+        except OSError as e:
+            raise OperatorError(f"cannot write {args.html}: {e.strerror or e}") from e
     if args.json:
         print(json.dumps(timeline.model_dump(mode="json"), indent=2))
     else:
@@ -555,6 +570,15 @@ def run_console(args: argparse.Namespace) -> int:
     config.bind = [f"{args.host}:{args.port}"]
     config.accesslog = None
     app = Console(ingress_url(args), admin_url(args), inbox_url(args))
+    try:
+        socket.create_server((args.host, args.port)).close()
+    except OSError as e:
+        print(
+            f"error: cannot serve the console on {args.host}:{args.port}: {e.strerror or e} "
+            "(is a console already running there? choose another with --port)",
+            file=sys.stderr,
+        )
+        return EXIT_REFUSED
     print(f"console on http://{args.host}:{args.port}")
     print(f"  Restate ingress {app.ingress_url}, admin {app.admin_url}; manager's inbox {app.inbox_url}")
     print("Ctrl-C stops it")
@@ -686,6 +710,16 @@ async def run_client_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`replenisher cost | head -1`): not an error of ours. Python
+        # would still complain flushing stdout at exit, so stdout goes nowhere from here.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Iterable[str] | None) -> int:
     args = parser().parse_args(list(argv) if argv is not None else None)
     if args.command == "demo":
         from replenisher.demo import run_demo

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import socket
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -90,7 +95,9 @@ async def test_reject_ends_the_run_rejected_without_an_order(cli: Cli, scenario:
     assert await scenario.orders() == []
 
 
-async def test_errors_are_one_clear_line_and_a_non_zero_exit(cli: Cli, scenario: Scenario) -> None:
+async def test_errors_are_one_clear_line_and_a_non_zero_exit(
+    cli: Cli, scenario: Scenario, tmp_path: Path, operator_env: dict[str, str]
+) -> None:
     unknown = await cli("status", "SKU-nobody-knows")
     assert unknown.code == 1 and "unknown SKU SKU-nobody-knows" in unknown.err, unknown
     assert unknown.out == "" and "Traceback" not in unknown.err
@@ -111,6 +118,28 @@ async def test_errors_are_one_clear_line_and_a_non_zero_exit(cli: Cli, scenario:
     assert refused.code == 1 and "400" in refused.err, refused
     nothing = await cli("reject", scenario.sku)
     assert nothing.code == 1 and "nothing waits for approval" in nothing.err, nothing
+
+    # These were tracebacks: a file in a folder that does not exist, a console port in use,
+    # and a reader that goes away (`replenisher skus | head -1`).
+    nowhere = await cli("timeline", scenario.sku, "--html", str(tmp_path / "no-such-folder" / "t.html"))
+    assert nowhere.code == 1 and "cannot write" in nowhere.err and "no-such-folder" in nowhere.err, nowhere
+    assert "Traceback" not in nowhere.err
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        busy = await cli("console", "--port", str(port), timeout=20)
+    assert busy.code == 1 and f"cannot serve the console on 127.0.0.1:{port}" in busy.err, busy
+    assert "Traceback" not in busy.err and "console on http" not in busy.out
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads: the first write fails with EPIPE
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "replenisher.cli", "skus",
+            env={**os.environ, **operator_env}, stdout=write_end, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    _, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err, err
 
 
 async def test_timeline_of_a_finished_run_in_text_json_and_html(cli: Cli, scenario: Scenario, tmp_path) -> None:

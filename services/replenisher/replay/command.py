@@ -193,6 +193,8 @@ def run(args: argparse.Namespace, admin_url: str) -> int:
             raise ReplayError("name a run id or an archive file, or --all")
         archives = gather(args.targets, args.all, args.since, admin_url)
         decider = build_decider(args.decider, args.model)
+        if args.html and not Path(args.html).expanduser().resolve().parent.is_dir():
+            raise ReplayError(f"cannot write {args.html}: there is no folder {Path(args.html).resolve().parent}")
     except ReplayError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
