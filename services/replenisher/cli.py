@@ -344,7 +344,7 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
         )
     finally:
         await inbox.aclose()
-    verdict = f"approved up to {decided.up_to:.2f}" if approved else "rejected"
+    verdict = decided.verdict
     if decided.accepted_as is not None:
         emit(args, {"decided": decided, "run_state": None}, decided.accepted_line)
         return EXIT_ACCEPTED

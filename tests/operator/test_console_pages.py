@@ -75,10 +75,11 @@ def test_a_request_card_has_what_the_decision_needs() -> None:
     assert "aria-label='Approve PO-SKU-9-2-1'" in html and "aria-label='Reject PO-SKU-9-2-1'" in html
 
 
-def test_an_expired_quote_is_not_offered_for_approval_and_requests_come_nearest_deadline_first() -> None:
+def test_an_expired_quote_offers_fresh_quotes_not_approval_and_requests_come_nearest_deadline_first() -> None:
     expired = request_card(pending(quote_valid_until=NOW - 1), NOW, InboxSettings())
-    assert "data-flag=quote-expired" in expired and "value=approve" not in expired
-    assert "value=reject" in expired and "re-quotes" in expired
+    assert "data-flag=quote-expired" in expired and "approve up to" not in expired and "Approve " not in expired
+    assert "aria-label='Get fresh quotes for PO-SKU-9-2-1'" in expired and "value=reject" in expired
+    assert "nothing can be ordered on it" in expired and "ends this replenishment" in expired
     within_budget = request_card(pending(), NOW, InboxSettings(budget=5.0))
     assert "over-budget" not in within_budget
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from operator_support import Cli, setup_lasting_quotes
 
-from e2e.scenario import Scenario, ok
+from e2e.scenario import JSON, Scenario, ok
 from replenisher.stack.admin import Admin
 from replenisher.stack.ports import free_port
 from replenisher.stack.runtime import RestateRuntime
@@ -233,3 +233,32 @@ async def test_when_restate_has_dropped_the_journal_the_timeline_says_so_and_sho
     assert "from the outcome kept in the SKU's record" in result.out
     assert "only the outcome kept in the SKU's record remains" in result.out
     assert "outcome: REJECTED" in result.out
+
+
+async def test_approving_an_expired_quote_sends_the_run_for_fresh_quotes(cli: Cli, scenario: Scenario) -> None:
+    """A request whose quote expired can be ordered on by nobody: refusing the approval (as the
+    CLI and console did) left the manager only Reject, or a run waiting out its window. The
+    approval now sends the run for fresh quotes; judged by the world's requests and orders."""
+    await scenario.setup(quote_valid_days=12)  # 3 s: time to draft and ask
+    run_id = (await scenario.check())["started"]
+    first = await scenario.pending_approval()
+
+    async def quote_expired() -> bool:
+        return ok(await scenario.world.get("/admin/clock"))["now"] > first["expires_at"]
+
+    await eventually(quote_expired, timeout=10, what="the quote behind the request to expire")
+    sent_back = await cli("approve", scenario.sku, "--up-to", f"{first['unit_price']:.2f}")
+    assert sent_back.code == 0 and "sent back for fresh quotes" in sent_back.out, sent_back
+
+    async def approve_new_requests() -> list[JSON]:
+        for entry in await scenario.approval_requests():
+            if entry["status"] == "pending" and entry["request"]["po_number"] != first["po_number"]:
+                await scenario.decide(entry["request"]["po_number"], approved=True)
+        return await scenario.orders()
+
+    orders = await eventually(approve_new_requests, timeout=60, what="an order on fresh quotes")
+    outcome = await scenario.outcome(run_id, within=60)
+    assert outcome["outcome"] == "received"
+    assert len(orders) == 1 and orders[0]["po_number"] != first["po_number"], "nothing was ordered on the old quote"
+    history = (await scenario.run_view(run_id))["state"]["history"]
+    assert [t["tool"] for t in history].count("get_quotes") >= 2

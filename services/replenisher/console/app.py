@@ -269,7 +269,8 @@ class Console:
             except NoPendingApproval as e:
                 return await self.inbox(request, ("error", str(e)), 409)
             limit = up_to if up_to is not None else asked.unit_price
-            if asked.token == form["token"] and asked.quantity * limit > self.confirm_above:
+            confirms = asked.quantity * limit > self.confirm_above and not asked.quote_expired(time.time())
+            if asked.token == form["token"] and confirms:  # an expired quote orders nothing: no confirming
                 settings = await self.inbox_settings([asked])
                 return Response(pages.confirm_page(asked, limit, form.get("note", "")[:2000], settings))
         try:

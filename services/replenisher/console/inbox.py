@@ -132,6 +132,9 @@ class PendingApproval(BaseModel):
         return now >= self.quote_valid_until
 
 
+FRESH_QUOTES_NOTE = "the quote had expired: get fresh quotes"
+
+
 class Decided(BaseModel):
     sku: str
     run_id: str
@@ -146,9 +149,12 @@ class Decided(BaseModel):
         default=None, description="the service is down: the invocation Restate holds, to run when it is back"
     )
     service_down_since: float | None = None
+    fresh_quotes: bool = Field(default=False, description="approved on an expired quote: the run re-quotes")
 
     @property
     def verdict(self) -> str:
+        if self.fresh_quotes:
+            return "sent back for fresh quotes (its quote had expired: nothing is ordered on it)"
         return f"approved up to {self.up_to:.2f}" if self.approved and self.up_to is not None else "rejected"
 
     def accepted_line(self) -> str:
@@ -290,11 +296,12 @@ async def decide(
             f"that token is not the one of {pending.sku}'s pending approval request (now {pending.po_number} at "
             f"{pending.unit_price:.2f}): it was answered or replaced; look again before deciding"
         )
-    if approved and pending.quote_expired(time.time()):
-        raise BadDecision(
-            f"the quote behind {pending.po_number} expired at {clock(pending.quote_valid_until)}: approving it would "
-            "not order (the run re-quotes and asks again); reject it, or let the run re-quote"
-        )
+    # An approval of an expired quote orders nothing: the run's `place_order` refuses it, and the
+    # run gets fresh quotes and asks again. That is the manager's only way to new terms: the
+    # run otherwise waits out the approval window on a request nothing can be ordered on.
+    fresh_quotes = approved and pending.quote_expired(time.time())
+    if fresh_quotes:
+        up_to, note = pending.unit_price, note or FRESH_QUOTES_NOTE
     if approved:
         up_to = pending.unit_price if up_to is None else up_to
         if up_to < pending.unit_price:
@@ -324,6 +331,7 @@ async def decide(
             kept=False,
             accepted_as=e.invocation_id or "",
             service_down_since=e.health.since,
+            fresh_quotes=fresh_quotes,
         )
     return Decided(
         sku=pending.sku,
@@ -335,6 +343,7 @@ async def decide(
         up_to=up_to,
         routed_to=answer.get("run_id"),
         kept=bool(answer.get("kept")),
+        fresh_quotes=fresh_quotes,
     )
 
 

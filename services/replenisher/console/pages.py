@@ -353,10 +353,16 @@ def decision_form(p: PendingApproval, now: float, settings: InboxSettings | None
     )
     reject = f"<button class=reject name=decision value=reject formnovalidate aria-label='Reject {po}'>Reject</button>"
     if p.quote_expired(now):
+        fresh = (
+            f"<input type=hidden name=up_to value='{p.unit_price:.2f}'>"
+            f"<button class=approve name=decision value=approve aria-label='Get fresh quotes for {po}'>"
+            "Get fresh quotes</button>"
+        )
         return (
             f"<form class=decide method=post action='/approvals'>{hidden}"
-            "<p class=warn>The quote has expired: approving would not order. The run re-quotes and asks again; "
-            f"you can reject now.</p>{note}{reject}</form>"
+            f"<p class=warn>The quote expired at {escape(clock(p.quote_valid_until))}: nothing can be ordered on it. "
+            "<b>Get fresh quotes</b> has the run ask the suppliers again and bring you a new request; "
+            f"<b>Reject</b> ends this replenishment.</p>{note}{fresh}{reject}</form>"
         )
     return (
         f"<form class=decide method=post action='/approvals'>{hidden}"
