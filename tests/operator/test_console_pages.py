@@ -80,6 +80,10 @@ def test_an_expired_quote_offers_fresh_quotes_not_approval_and_requests_come_nea
     assert "data-flag=quote-expired" in expired and "approve up to" not in expired and "Approve " not in expired
     assert "aria-label='Get fresh quotes for PO-SKU-9-2-1'" in expired and "value=reject" in expired
     assert "nothing can be ordered on it" in expired and "ends this replenishment" in expired
+    soon = request_card(pending(quote_valid_until=NOW + 150, decide_by=NOW + 500), NOW, InboxSettings())
+    assert "its quote:</span> <span class='countdown urgent' data-quote-until" in soon and "2m 30s left" in soon
+    later = pending(quote_valid_until=NOW + 900, decide_by=NOW + 500)
+    assert "data-quote-until" not in request_card(later, NOW, InboxSettings())
     within_budget = request_card(pending(), NOW, InboxSettings(budget=5.0))
     assert "over-budget" not in within_budget
 

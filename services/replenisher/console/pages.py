@@ -279,7 +279,7 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
         f"{escape(settings.catalogue.supplier(p.supplier))} "
         f"{''.join(flags)}<span class='countdown{urgent}' data-until='{p.decide_by:.0f}'>"
         f"{escape(countdown(left))}</span> <span class=muted>decide by {escape(until(p.decide_by, p.calendar, now))}"
-        f"</span> {asked(p)}</header>"
+        f"</span>{quote_countdown(p, now)} {asked(p)}</header>"
     )
     terms = (
         "<section><h3>Terms</h3>"
@@ -316,6 +316,19 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
     return (
         f"<article class=req data-po='{po}' data-sku='{escape(p.sku)}'>{head}"
         f"<div class=facts>{terms}{stock}{quote_table}{earlier}</div>{decision_form(p, now, settings)}</article>"
+    )
+
+
+def quote_countdown(p: PendingApproval, now: float) -> str:
+    """When the quote runs out before the decision is due, that is the deadline that counts:
+    an approval after it orders nothing (the run re-quotes)."""
+    if p.quote_expired(now) or p.quote_valid_until >= p.decide_by:
+        return ""
+    left = p.quote_valid_until - now
+    urgent = " urgent" if left < 3600 else ""
+    return (
+        f" <span class=muted>· its quote:</span> <span class='countdown{urgent}' data-quote-until "
+        f"data-until='{p.quote_valid_until:.0f}'>{escape(countdown(left))}</span>"
     )
 
 
