@@ -23,11 +23,13 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.costs import CostLedger
+from replenisher.domain.documents import EVENT_PAYLOADS
 from replenisher.domain.sku import SkuRecord
+from replenisher.loop.request import describe
 from replenisher.timeline.format import clock, duration, shorten
 from replenisher.timeline.model import decision_from_approval
 from replenisher.timeline.restate import (
@@ -196,6 +198,12 @@ async def cmd_deliver(client: RestateClient, args: argparse.Namespace) -> int:
         raise OperatorError(f"the payload is not valid JSON: {e}") from e
     if not isinstance(payload, dict):
         raise OperatorError("the payload must be a JSON object")
+    # Checked here by the agent's own model too: while the service is down, Restate would accept
+    # the message and its 400 would land later where nobody reads it.
+    try:
+        EVENT_PAYLOADS[args.event].model_validate(payload)
+    except ValidationError as e:
+        raise OperatorError(f"bad request: payload for {args.event!r}: {describe(e)}") from e
     answer = await client.deliver(args.sku, args.event, payload, idempotency_key=args.idempotency_key)
 
     def human() -> str:

@@ -115,7 +115,13 @@ async def test_errors_are_one_clear_line_and_a_non_zero_exit(
     not_json = await cli("deliver", scenario.sku, "goods", "{not json")
     assert not_json.code == 1 and "not valid JSON" in not_json.err, not_json
     refused = await cli("deliver", scenario.sku, "goods", '{"receipt_id": "r1"}')
-    assert refused.code == 1 and "400" in refused.err, refused
+    assert refused.code == 1 and "bad request: payload for 'goods'" in refused.err and "po_number" in refused.err
+    # Checked before anything is sent: with Restate (or the service) away, a bad message is not
+    # accepted to fail later where nobody reads it.
+    away = {"REPLENISHER_INGRESS_URL": f"http://127.0.0.1:{free_port()}"}
+    negative = await cli("deliver", scenario.sku, "goods", '{"receipt_id": "r1", "po_number": "P", "sku": "S", '
+                         '"quantity": -5}', env=away)  # fmt: skip
+    assert negative.code == 1 and "quantity" in negative.err and "unreachable" not in negative.err, negative
     nothing = await cli("reject", scenario.sku)
     assert nothing.code == 1 and "nothing waits for approval" in nothing.err, nothing
 
