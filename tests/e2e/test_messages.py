@@ -65,6 +65,7 @@ async def test_bad_input_gets_a_4xx_with_the_reason_and_changes_nothing(scenario
 
     cases = [
         ({"event": "invoice", "payload": {}}, "event"),
+        ({"event": "supplier-reply", "payload": {}, "urgent": True}, "urgent"),  # unknown: not silently dropped
         (
             {"event": "goods", "payload": {"receipt_id": "r", "po_number": "p", "sku": scenario.sku, "quantity": -3}},
             "quantity",

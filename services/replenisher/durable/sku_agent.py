@@ -49,6 +49,8 @@ RECORD = "record"
 
 
 class Delivery(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a field it does not know is a mistake, not a no-op
+
     event: EventKind
     payload: dict[str, Any]
     sender: Sender | None = Field(
