@@ -52,30 +52,37 @@ async def refused_attempts(admin: Admin, target: str) -> bool:
     return any("RT0010" in r["event_json"] for r in rows)
 
 
-async def paused_check(scenario: Scenario, service: RegisteredService, ingress: httpx.AsyncClient, admin: Admin) -> str:
-    """A `check` of the scenario's SKU that Restate could not deliver while the service was
-    down, then paused (through the admin API, as `restate invocations pause` does); the service
-    is back when this returns. Its invocation id."""
+async def pause_a_held_check(
+    scenario: Scenario, service: RegisteredService, ingress: httpx.AsyncClient, admin: Admin, key: str = "held-check"
+) -> str:
+    """With the service killed (it stays down): a `check` of the scenario's SKU that Restate
+    could not deliver, then paused through the admin API, as `restate invocations pause` does.
+    Its invocation id."""
     service.kill()
+    sent = await ingress.post(f"/SkuAgent/{scenario.sku}/check/send", headers={"idempotency-key": key})
+    assert sent.status_code == 202, sent.text
+    held: str = sent.json()["invocationId"]
+    await eventually(
+        lambda: refused_attempts(admin, f"SkuAgent/{scenario.sku}/check"), timeout=20, what="a refused attempt"
+    )
+    async with httpx.AsyncClient(base_url=admin.url, timeout=10) as api:
+        paused = await api.patch(f"/invocations/{held}/pause")
+    assert paused.status_code in (200, 202), paused.text
+
+    async def is_paused() -> bool:
+        rows = await admin.asql(f"SELECT status FROM sys_invocation WHERE id = '{held}'")
+        return rows == [{"status": "paused"}]
+
+    await eventually(is_paused, timeout=20, what=f"{held} to be paused")
+    return held
+
+
+async def paused_check(scenario: Scenario, service: RegisteredService, ingress: httpx.AsyncClient, admin: Admin) -> str:
+    """As `pause_a_held_check`, with the service back when this returns."""
     try:
-        sent = await ingress.post(f"/SkuAgent/{scenario.sku}/check/send", headers={"idempotency-key": "held-check"})
-        assert sent.status_code == 202, sent.text
-        held: str = sent.json()["invocationId"]
-        await eventually(
-            lambda: refused_attempts(admin, f"SkuAgent/{scenario.sku}/check"), timeout=20, what="a refused attempt"
-        )
-        async with httpx.AsyncClient(base_url=admin.url, timeout=10) as api:
-            paused = await api.patch(f"/invocations/{held}/pause")
-        assert paused.status_code in (200, 202), paused.text
-
-        async def is_paused() -> bool:
-            rows = await admin.asql(f"SELECT status FROM sys_invocation WHERE id = '{held}'")
-            return rows == [{"status": "paused"}]
-
-        await eventually(is_paused, timeout=20, what=f"{held} to be paused")
+        return await pause_a_held_check(scenario, service, ingress, admin)
     finally:
         service.restart()
-    return held
 
 
 async def resume(admin: Admin, invocation_id: str) -> None:

@@ -12,7 +12,7 @@ import time
 
 import httpx
 import pytest
-from operator_support import Cli, paused_check, refused_attempts, resume, setup_lasting_quotes
+from operator_support import Cli, pause_a_held_check, paused_check, refused_attempts, resume, setup_lasting_quotes
 
 from e2e.scenario import Scenario, ok
 from replenisher.console.overview import sku_rows
@@ -251,21 +251,8 @@ async def test_a_change_held_behind_a_paused_call_while_the_service_is_down_says
     when the paused one is resumed, not when the service is back: exit 6, not 5."""
     await setup_lasting_quotes(scenario)
     await scenario.configure()
-    service.kill()
     try:
-        sent = await ingress.post(f"/SkuAgent/{scenario.sku}/check/send", headers={"idempotency-key": "held-down"})
-        assert sent.status_code == 202, sent.text
-        held: str = sent.json()["invocationId"]
-        await eventually(
-            lambda: refused_attempts(admin, f"SkuAgent/{scenario.sku}/check"), timeout=20, what="a refused attempt"
-        )
-        async with httpx.AsyncClient(base_url=admin.url, timeout=10) as api:
-            assert (await api.patch(f"/invocations/{held}/pause")).status_code in (200, 202)
-
-        async def is_paused() -> bool:
-            return await admin.asql(f"SELECT status FROM sys_invocation WHERE id = '{held}'") == [{"status": "paused"}]
-
-        await eventually(is_paused, timeout=20, what=f"{held} to be paused")
+        held = await pause_a_held_check(scenario, service, ingress, admin, key="held-down")
         # Something else Restate keeps retrying, so it knows the service is down.
         assert (await ingress.post(f"/SkuAgent/{scenario.sku}/status/send")).status_code == 202
         await eventually(
