@@ -10,9 +10,21 @@ from __future__ import annotations
 import secrets
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 Sku = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
+SKU_ID: TypeAdapter[str] = TypeAdapter(Sku)
+"""`Sku` on its own: a key, a path segment or an argument checked as a SKU id."""
+
+
+def is_sku_id(text: str) -> bool:
+    try:
+        SKU_ID.validate_python(text)
+    except ValidationError:
+        return False
+    return True
+
+
 SupplierId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
 PoNumber = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[!-~][ -~]*$")]
 """Ours when we send it, but also read back from suppliers and messages: printable ASCII only."""

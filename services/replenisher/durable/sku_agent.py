@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import restate
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from restate import ObjectContext, ObjectSharedContext
 from restate.exceptions import TerminalError
 
@@ -20,11 +20,11 @@ from replenisher.config import settings
 from replenisher.domain.documents import (
     EVENT_PAYLOADS,
     OPERATOR,
+    SKU_ID,
     EventKind,
     GoodsReceipt,
     OrderAck,
     Sender,
-    Sku,
     StockLevel,
 )
 from replenisher.domain.outcomes import ReplenishmentResult
@@ -105,9 +105,6 @@ class RoutedQuery(BaseModel):
 
 class RoutedArrival(BaseModel):
     arrived_at: float | None = Field(description="when the message reached the SKU's address; None: it has not")
-
-
-SKU_ID: TypeAdapter[str] = TypeAdapter(Sku)
 
 
 def sku_key(ctx: ObjectContext) -> str:

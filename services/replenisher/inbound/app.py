@@ -32,7 +32,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from replenisher.asgi_body import BodyTooLarge, read_body
-from replenisher.domain.documents import EventKind, Sender
+from replenisher.domain.documents import EventKind, Sender, is_sku_id
 from replenisher.domain.parties import refusal
 from replenisher.inbound.replay import SeenSignatures
 from replenisher.inbound.settings import MAX_BODY_BYTES, InboundSettings
@@ -54,8 +54,6 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 FORWARD_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 PREFIX = "/messages/"
-SKU_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
-"""A SKU's id as the documents spell it (`Sku`): anything else has no address here."""
 TIMESTAMP = re.compile(r"[0-9]{1,12}")
 """Unix seconds in ASCII digits: `str.isdigit` also takes "²" and 5000-digit strings, which `int` refuses."""
 IDEMPOTENCY_KEY = re.compile(r"[!-~]{1,256}")
@@ -148,7 +146,7 @@ class InboundApp:
         method, path = scope["method"], scope["path"]
         if method == "GET" and path == "/health":
             return Reply(200, b'{"ok":true}')
-        if method != "POST" or not path.startswith(PREFIX) or not SKU_ID.fullmatch(path[len(PREFIX) :]):
+        if method != "POST" or not path.startswith(PREFIX) or not is_sku_id(path[len(PREFIX) :]):
             raise Refused(404, f"no such endpoint: {method} {path[:200]} (messages go to POST /messages/<sku>)")
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         # Checked before the signature is spent: the same signed request with a usable key gets through.

@@ -20,9 +20,9 @@ import uuid
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from replenisher.domain.documents import Sku
+from replenisher.domain.documents import SKU_ID
 from replenisher.domain.security import without_secrets
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
@@ -42,7 +42,6 @@ from replenisher.timeline.journal import (
 )
 from replenisher.timeline.model import Decision, Invocation, Waiting
 
-_SKU = TypeAdapter(Sku)
 _TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 PATIENCE = 1.5  # seconds an ingress call may take before Restate is asked whether the service is down
 
@@ -194,7 +193,7 @@ class RunView(BaseModel):
 def valid_sku(sku: str) -> str:
     """A SKU as the documents define it; anything else never reaches a URL or a query."""
     try:
-        return _SKU.validate_python(sku)
+        return SKU_ID.validate_python(sku)
     except ValidationError:
         raise NotFound(f"{sku!r} is not a valid SKU (letters, digits, '.', '_' and '-')") from None
 
