@@ -182,7 +182,7 @@ def _turns_from_journal(entries: list[JournalEntry]) -> tuple[dict[int, Turn], d
                 entry.kind == "Sleep"
                 and last_wait is not None
                 and last_wait.end is not None
-                and not any(s.kind == "wait" for s in (turns[current].spans if current in turns else []))
+                and not any(s.kind == "wait" for s in getattr(turns.get(current), "spans", []))
             ):
                 # A later turn waits again for the same message (after a chase): the run reads the
                 # promise once, so this wait journals only its new timer, raced against that read.
