@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -42,6 +42,7 @@ from replenisher.stack.processes import (
     group_members,
     pid_alive,
     service_server,
+    wait_dead,
 )
 from replenisher.stack.runtime import RestateRuntime
 from support import REPO_ROOT, TESTS_DIR, RegisteredService, eventually, serving
@@ -535,7 +536,7 @@ def test_a_service_whose_supervisor_alone_was_killed_is_stopped_by_restart_and_d
     workers = [pid for pid in group_members(supervisor) if pid != supervisor]
     assert workers, "granian runs its app in a worker of the supervisor's group"
     os.kill(supervisor, 9)
-    assert eventually_sync(lambda: not pid_alive(supervisor))
+    assert wait_dead(supervisor, 10)
     assert is_listening(config.service_port), "the orphaned worker still serves"
 
     service = next(s for s in stack.status() if s.name == "replenisher")
@@ -549,19 +550,10 @@ def test_a_service_whose_supervisor_alone_was_killed_is_stopped_by_restart_and_d
 
     new_workers = [pid for pid in group_members(restarted.pid) if pid != restarted.pid]
     os.kill(restarted.pid, 9)
-    assert eventually_sync(lambda: not pid_alive(restarted.pid))
+    assert wait_dead(restarted.pid, 10)
     stack.down()  # it used to say "stopped" and leave the worker listening
     assert not [pid for pid in new_workers if pid_alive(pid)]
     assert not is_listening(config.service_port)
-
-
-def eventually_sync(check: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def test_restart_when_the_stack_is_down_says_so(stack_config: StackConfig) -> None:

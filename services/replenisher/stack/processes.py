@@ -117,7 +117,8 @@ def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:
         time.sleep(_POLL_INTERVAL / 5)
 
 
-def _wait_dead(pid: int, timeout: float) -> bool:
+def wait_dead(pid: int, timeout: float) -> bool:
+    """Whether process `pid` is gone within `timeout` seconds (polled)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not pid_alive(pid):
@@ -152,9 +153,9 @@ def terminate_pid(pid: int, stop_signal: int, timeout: float = DEFAULT_STOP_TIME
             _wait_group_gone(pid)
         return
     _signal_group(pid, stop_signal)
-    if not _wait_dead(pid, timeout):
+    if not wait_dead(pid, timeout):
         _signal_group(pid, signal.SIGKILL)
-        _wait_dead(pid, 5.0)
+        wait_dead(pid, 5.0)
     _signal_group(pid, signal.SIGKILL)
     _wait_group_gone(pid)
 
