@@ -162,9 +162,12 @@ async def test_timeline_of_a_finished_run_in_text_json_and_html(cli: Cli, scenar
     assert f"{run_id}  ({scenario.sku})  ended received" in text.out
     for tool in ("get_quotes", "wait_for_approval", "place_order", "wait_for_goods", "close_purchase_order"):
         assert tool in text.out, text.out
-    assert "get_quotes retried after: HTTPStatusError" in text.out and "503" in text.out
+    assert f"get_quotes retried after: Unavailable: supplier {scenario.supplier} answered 503" in text.out, text.out
     assert "◆" in text.out, "the approval wait ended by a message"
     assert "<svg" in page.read_text() and "data-outcome='received'" in page.read_text()
+    # The retry ended well: drawn as history (amber), not as a failure (red).
+    assert "<div class=recovered>get_quotes retried after: Unavailable: supplier" in page.read_text()
+    assert "then it succeeded</div>" in page.read_text() and "<div class=err>" not in page.read_text()
 
     as_json = json.loads((await cli("timeline", scenario.sku, "--run", "1", "--json")).out)
     assert as_json["source"] == "journal" and as_json["outcome"]["outcome"] == "received"

@@ -6,8 +6,9 @@ import httpx
 import pytest
 
 from replenisher.adapters import HttpWorld, Rejected, UnexpectedResponse, aclose_shared_client, shared_client
+from replenisher.adapters.errors import Unavailable, Unreachable
 from replenisher.domain import ports
-from replenisher.domain.documents import PurchaseOrder, QuoteRequest
+from replenisher.domain.documents import ApprovalRequest, PurchaseOrder, QuoteRequest
 
 ACK = {
     "order_id": "O-1",
@@ -59,6 +60,41 @@ async def test_5xx_and_try_later_4xx_propagate_as_httpx_errors(status: int) -> N
     assert failed.value.response.status_code == status
 
 
+async def test_a_transient_answer_names_the_party_the_call_and_the_reason_in_its_repr() -> None:
+    # Restate records a failed attempt's repr; the console and timelines show that line.
+    with pytest.raises(Unavailable) as down:
+        await world_answering(503, {"error": "supplier down"}).suppliers.quote(
+            "acme", QuoteRequest(sku="SKU-1", quantity=1)
+        )
+    assert (
+        repr(down.value)
+        == "Unavailable: supplier acme answered 503 Service Unavailable to POST /suppliers/acme/quotes: supplier down"
+    )
+    with pytest.raises(Unavailable) as busy:
+        await world_answering(429, {"error": "slow down"}).manager.request_approval(approval_request())
+    assert repr(busy.value).startswith(
+        "Unavailable: the manager's inbox answered 429 Too Many Requests to POST /manager/"
+    )
+    with pytest.raises(UnexpectedResponse) as garbled:
+        await world_answering(200, {"sku": "SKU-1"}).erp.get_stock("SKU-1")
+    assert repr(garbled.value).startswith(
+        "UnexpectedResponse: unexpected answer 200 from the ERP (http://world/erp/stock/SKU-1)"
+    )
+
+
+async def test_no_answer_at_all_names_the_party_and_the_address_and_is_still_a_transport_error() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    world = HttpWorld("http://world/", httpx.AsyncClient(transport=httpx.MockTransport(refuse)))
+    with pytest.raises(Unreachable) as unreachable:
+        await world.erp.get_stock("SKU-1")
+    assert isinstance(unreachable.value, httpx.TransportError), "callers that catch httpx's errors still do"
+    assert repr(unreachable.value) == (
+        "Unreachable: the ERP could not be reached (ConnectError: connection refused) at GET http://world/erp/stock/SKU-1"
+    )
+
+
 async def test_answers_outside_the_contract_are_unexpected() -> None:
     with pytest.raises(UnexpectedResponse) as wrong_shape:
         await world_answering(200, {"sku": "SKU-1"}).erp.get_stock("SKU-1")
@@ -84,3 +120,17 @@ async def test_the_shared_client_is_reused_until_closed() -> None:
     second = shared_client()
     assert second is not first and not second.is_closed
     await aclose_shared_client()
+
+
+def approval_request() -> ApprovalRequest:
+    return ApprovalRequest(
+        po_number="PO-1",
+        sku="SKU-1",
+        supplier="acme",
+        quantity=5,
+        unit_price=2.5,
+        quote_id="q",
+        expires_at=1.0,
+        token="t",
+        run_id="r",
+    )

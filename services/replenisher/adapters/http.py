@@ -19,7 +19,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from replenisher.adapters.errors import Rejected, UnexpectedResponse
+from replenisher.adapters.errors import Rejected, Unavailable, UnexpectedResponse, Unreachable
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -88,7 +88,7 @@ def check(response: httpx.Response) -> None:
     if 400 <= status < 500 and status not in RETRYABLE_4XX:
         raise Rejected(status, _reason(response))
     if status >= 400:
-        response.raise_for_status()
+        raise Unavailable(response, _reason(response))
     raise UnexpectedResponse(status, str(response.request.url), _reason(response))
 
 
@@ -112,11 +112,19 @@ class HttpEndpoint:
         return self._client if self._client is not None else shared_client()
 
     async def get(self, *segments: str) -> httpx.Response:
-        return await self.client.get(join_url(self.base_url, *segments))
+        url = join_url(self.base_url, *segments)
+        try:
+            return await self.client.get(url)
+        except httpx.TransportError as e:
+            raise Unreachable(httpx.Request("GET", url), e) from e
 
     async def post(self, *segments: str, body: BaseModel, headers: dict[str, str] | None = None) -> httpx.Response:
-        return await self.client.post(
-            join_url(self.base_url, *segments),
-            content=body.model_dump_json(),
-            headers={"content-type": "application/json", **(headers or {})},
-        )
+        url = join_url(self.base_url, *segments)
+        try:
+            return await self.client.post(
+                url,
+                content=body.model_dump_json(),
+                headers={"content-type": "application/json", **(headers or {})},
+            )
+        except httpx.TransportError as e:
+            raise Unreachable(httpx.Request("POST", url), e) from e

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from html import escape
 
 from replenisher.timeline.format import clock, duration, received, shorten
-from replenisher.timeline.model import Span, Timeline, Turn, retry_line
+from replenisher.timeline.model import Span, Timeline, Turn, retried_line, retry_line
 from replenisher.timeline.text import SOURCES, band_line
 
 Scale = Callable[[float], float]
@@ -37,6 +37,7 @@ STYLE = """
 .tl td.num { white-space: nowrap; color: #4b5563; }
 .tl .why { color: #6b7280; font-size: 13px; }
 .tl .err { color: #b91c1c; font-size: 13px; }
+.tl .recovered { color: #92400e; font-size: 13px; }
 .tl .legend span { display: inline-block; margin-right: 14px; font-size: 12px; color: #4b5563; }
 .tl .sw { display: inline-block; width: 14px; height: 10px; margin-right: 4px; vertical-align: middle; }
 .tl .outcome { font-weight: 600; margin-top: 8px; }
@@ -246,7 +247,7 @@ def _tip(turn: Turn) -> str:
         if s.retrying:
             lines.append(f"{s.name} is being retried: {retry_line(s)}")
         elif s.errors:
-            lines.append(f"{s.name} retried after: " + "; ".join(s.errors))
+            lines.append(retried_line(s))
     return "\n".join(lines)
 
 
@@ -287,7 +288,9 @@ def _table(t: Timeline) -> str:
                 retry = escape(f"{s.name} is being retried: {retry_line(s)}")
                 extra += f"<div class=retrying data-retrying>{retry}</div>"
             elif s.errors:
-                extra += f"<div class=err>{escape(s.name)} retried after: {escape('; '.join(s.errors))}</div>"
+                # Red only when it gave up; a retry that then succeeded is history, drawn amber.
+                css = "err" if s.failed or s.end is None else "recovered"
+                extra += f"<div class={css}>{escape(retried_line(s))}</div>"
             if s.details:
                 extra += _details(s.details)
         row = (

@@ -233,6 +233,16 @@ class Timeline(BaseModel):
         return (t - self.started_at) / self.day_seconds
 
 
+def retried_line(step: Span) -> str:
+    """A step that was retried and is not being retried now: how it ended, after which errors."""
+    errors = "; ".join(step.errors)
+    if step.failed:
+        return f"{step.name} gave up after retries: {errors}"
+    if step.end is not None:
+        return f"{step.name} retried after: {errors}; then it succeeded"
+    return f"{step.name} retried after: {errors}"
+
+
 def retry_line(step: Span) -> str:
     """A retrying step in one line: attempts, the last error, the next attempt."""
     parts = []

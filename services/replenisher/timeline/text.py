@@ -9,7 +9,7 @@ import textwrap
 from collections.abc import Callable
 
 from replenisher.timeline.format import clock, days, duration, received, shorten
-from replenisher.timeline.model import Band, Span, Timeline, Turn, retry_line
+from replenisher.timeline.model import Band, Span, Timeline, Turn, retried_line, retry_line
 
 Col = Callable[[float], int]
 
@@ -97,7 +97,7 @@ def _turn_rows(t: Timeline, turn: Turn, col: Col, bar_width: int, width: int) ->
         if s.retrying:
             lines.append(indent + shorten(f"{s.name} is being retried: {retry_line(s)}", width - 15))
         elif s.errors:
-            lines.append(indent + shorten(f"{s.name} retried after: " + "; ".join(s.errors), width - 15))
+            lines.append(indent + shorten(retried_line(s), width - 15))
     return lines
 
 
