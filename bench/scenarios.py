@@ -126,7 +126,8 @@ class Driver:
         await bounded(20, skus, put)
 
     async def manager(self, auto_approve: bool) -> None:
-        policy = {"auto_approve": auto_approve, "delay_days": 0}
+        # The world's PUT changes only the fields sent: no budget is stated as such.
+        policy = {"auto_approve": auto_approve, "delay_days": 0, "max_unit_price": None}
         await expect(self.http.put(f"{self.system.world_url}/manager/policy", json=policy), "manager policy")
 
     async def check(self, sku: str) -> str:

@@ -49,7 +49,8 @@ def say(line: str) -> None:
 def apply(client: httpx.Client, world: str, change: dict[str, Any]) -> None:
     for target, body in change.items():
         if target == "policy":
-            policy = {"auto_approve": True, "delay_days": 0.5, "over_budget": "reject", **body}
+            # The whole policy each time: the world's PUT keeps any field left out.
+            policy = {"auto_approve": True, "delay_days": 0.5, "over_budget": "reject", "max_unit_price": None, **body}
             client.put(f"{world}/manager/policy", json=policy).raise_for_status()
         else:
             client.put(f"{world}/faults/{target}", json=body).raise_for_status()

@@ -37,7 +37,7 @@ from simulated_world.erp import (
     ReceiptFilter,
     ReceiptList,
 )
-from simulated_world.errors import BadRequest
+from simulated_world.errors import BadRequest, NotFound
 from simulated_world.faults import SupplierFaults
 from simulated_world.manager import (
     ApprovalFilter,
@@ -206,6 +206,9 @@ async def goods_receipt(world: SimulatedWorld, req: Request) -> Response:
 @route("POST", "/admin/goods-receipts")
 async def book_goods(world: SimulatedWorld, req: Request) -> Response:
     manual = req.parse(ManualReceipt)
+    # By hand, a SKU the ERP does not list is a typo: booking it would add stock nowhere.
+    if manual.sku not in world.erp.items:
+        raise NotFound(f"the ERP does not list SKU {manual.sku!r}: nothing booked")
     receipt = BookedReceipt(**manual.model_dump(), booked_at=world.clock.now())
     return ok(world.erp.book_goods(receipt))
 

@@ -18,12 +18,19 @@ AUTO_APPROVER = "auto-approval"
 
 
 class ManagerPolicy(BaseModel):
+    """Both the PUT body (only the fields sent change, as with a supplier's faults) and the standing policy."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     auto_approve: bool = False
     max_unit_price: Price | None = None
     delay_days: float = Field(default=0.5, ge=0, le=365)
     over_budget: Literal["reject", "hold"] = "reject"
+
+    def merged(self, update: ManagerPolicy) -> ManagerPolicy:
+        # `{"auto_approve": false}` must not also drop the budget: a field left out keeps its value,
+        # and `{"max_unit_price": null}` is how the budget is dropped.
+        return self.model_copy(update={name: getattr(update, name) for name in update.model_fields_set})
 
     def decide(self, request: ApprovalRequest) -> ApprovalDecision | None:
         """What the policy answers, or None when a person has to decide."""

@@ -235,9 +235,9 @@ class SimulatedWorld:
 
     # --- manager -----------------------------------------------------------------------
 
-    def set_policy(self, policy: ManagerPolicy) -> ManagerPolicy:
-        self.manager.policy = policy
-        return policy
+    def set_policy(self, update: ManagerPolicy) -> ManagerPolicy:
+        self.manager.policy = self.manager.policy.merged(update)
+        return self.manager.policy
 
     def request_approval(self, request: ApprovalRequest) -> tuple[ApprovalEntry, bool]:
         entry, created = self.manager.receive(request, self.clock.now())

@@ -383,3 +383,32 @@ async def test_the_clock_reports_the_day_length(world_http: httpx.AsyncClient) -
     clock = (await world_http.get("/admin/clock")).json()
     assert clock["day_seconds"] == DAY_SECONDS and abs(clock["now"] - time.time()) < 5
     assert clock["day"] >= 0
+
+
+async def test_a_policy_change_keeps_the_fields_it_leaves_out(world_admin: WorldAdmin) -> None:
+    # The README's `{"auto_approve": false}` used to drop the budget too, which turned off every
+    # over-budget flag the inbox shows.
+    before = await world_admin.ok("GET", "/manager/policy")
+    try:
+        await world_admin.policy(auto_approve=True, max_unit_price=120.0, delay_days=0.5, over_budget="hold")
+        changed = await world_admin.policy(auto_approve=False)
+        assert changed == {"auto_approve": False, "max_unit_price": 120.0, "delay_days": 0.5, "over_budget": "hold"}
+        assert await world_admin.ok("GET", "/manager/policy") == changed
+        dropped = await world_admin.policy(max_unit_price=None)
+        assert dropped["max_unit_price"] is None and dropped["over_budget"] == "hold"
+    finally:
+        await world_admin.policy(**before)
+
+
+async def test_a_receipt_booked_by_hand_for_a_sku_the_erp_does_not_list_is_refused_and_books_nothing(
+    world_admin: WorldAdmin, world_http: httpx.AsyncClient, names: Names
+) -> None:
+    await arrange(world_admin, names)
+    unlisted = f"{names.sku}-TYPO"
+    body = {"receipt_id": f"r-{unlisted}", "po_number": names.po(), "sku": unlisted, "quantity": 40}
+    refused = await world_http.post("/admin/goods-receipts", json=body)
+    assert refused.status_code == 404 and unlisted in refused.json()["error"], refused.text
+    assert (await world_http.get(f"/erp/goods-receipts/r-{unlisted}")).status_code == 404
+    listed = await world_http.post("/admin/goods-receipts", json={**body, "sku": names.sku})
+    assert listed.status_code == 200, listed.text
+    assert (await world_admin.ok("GET", f"/erp/stock/{names.sku}"))["on_hand"] == 50
