@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 from pydantic import BaseModel, Field, ValidationError
 
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
@@ -44,6 +45,7 @@ from replenisher.timeline.restate import (
 )
 
 EXIT_REFUSED = 1
+EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_SERVICE_DOWN = 4
 EXIT_ACCEPTED = 5
@@ -71,19 +73,34 @@ commands people use daily:
 
 
 def ingress_url(args: argparse.Namespace | None = None) -> str:
-    given = getattr(args, "ingress_url", None)
-    return (given or os.environ.get("REPLENISHER_INGRESS_URL", DEFAULT_INGRESS_URL)).rstrip("/")
+    return _url(args, "ingress_url", "--ingress-url", "REPLENISHER_INGRESS_URL", DEFAULT_INGRESS_URL)
 
 
 def admin_url(args: argparse.Namespace | None = None) -> str:
-    given = getattr(args, "admin_url", None)
-    return (given or os.environ.get("REPLENISHER_ADMIN_URL", DEFAULT_ADMIN_URL)).rstrip("/")
+    return _url(args, "admin_url", "--admin-url", "REPLENISHER_ADMIN_URL", DEFAULT_ADMIN_URL)
 
 
 def inbox_url(args: argparse.Namespace | None = None) -> str:
     """The manager's inbox: the world's (or a real system's) /manager API, where approval tokens go."""
-    given = getattr(args, "inbox_url", None)
-    return (given or os.environ.get("REPLENISHER_WORLD_URL", DEFAULT_WORLD_URL)).rstrip("/")
+    return _url(args, "inbox_url", "--inbox-url", "REPLENISHER_WORLD_URL", DEFAULT_WORLD_URL)
+
+
+def _url(args: argparse.Namespace | None, attr: str, flag: str, env: str, default: str) -> str:
+    """The address given by the flag, else the environment, else the default; one that is no
+    http(s) URL is named at once, rather than reported later as a stack that is not up."""
+    value, source = getattr(args, attr, None), flag
+    if not value:
+        value, source = os.environ.get(env), env
+    if not value:
+        return default
+    try:
+        url = httpx.URL(value)
+    except httpx.InvalidURL:
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.host:
+        print(f"error: {source} {value!r} is not a URL: it must start with http:// or https://", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+    return value.rstrip("/")
 
 
 def emit(args: argparse.Namespace, data: Any, human: Callable[[], str]) -> None:

@@ -109,6 +109,13 @@ async def test_errors_are_one_clear_line_and_a_non_zero_exit(
     assert down.code == 3 and "Restate is unreachable: cannot reach its admin API" in down.err, down
     down = await cli("status", "SKU-1", env={"REPLENISHER_INGRESS_URL": f"http://127.0.0.1:{free_port()}"})
     assert down.code == 3 and "Restate is unreachable: cannot reach its ingress" in down.err, down
+    # An address without its scheme is named as such, not reported as a stack that is down.
+    for env, value in (("REPLENISHER_INGRESS_URL", "localhost:8080"), ("REPLENISHER_ADMIN_URL", "ftp://x")):
+        typo = await cli("skus", env={env: value})
+        assert typo.code == 2 and typo.out == "", typo
+        assert typo.err.strip() == f"error: {env} {value!r} is not a URL: it must start with http:// or https://"
+    flag = await cli("skus", "--admin-url", "127.0.0.1:9070")
+    assert flag.code == 2 and "--admin-url '127.0.0.1:9070' is not a URL" in flag.err, flag
 
     await scenario.setup(on_hand=50, safety_stock=20)
     assert (await scenario.check())["started"] is None
