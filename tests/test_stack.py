@@ -635,3 +635,14 @@ async def test_eventually_gives_up_saying_what_it_last_saw() -> None:
 
     with pytest.raises(AssertionError, match=r"the order arrived did not hold within 0.2s .*last result: \[\]"):
         await eventually(never, timeout=0.2, interval=0.05, what="the order arrived")
+
+
+def test_the_hint_after_up_names_a_sku_the_stacks_catalogue_holds() -> None:
+    import re
+
+    from replenisher.stack.__main__ import first_call
+    from simulated_world.catalogue import load
+
+    found = re.search(r"/SkuAgent/([^/]+)/check", first_call(StackConfig(catalogue="demo")))
+    assert found is not None and found.group(1) in load("demo").items
+    assert "catalogue is empty" in first_call(StackConfig()), "no SKU to name: say how to add one"

@@ -100,6 +100,7 @@ async def test_errors_are_one_clear_line_and_a_non_zero_exit(
 ) -> None:
     unknown = await cli("status", "SKU-nobody-knows")
     assert unknown.code == 1 and "unknown SKU SKU-nobody-knows" in unknown.err, unknown
+    assert "check or watch starts one, if the ERP stocks the SKU" in unknown.err, unknown
     assert unknown.out == "" and "Traceback" not in unknown.err
 
     bad = await cli("timeline", "no spaces allowed")

@@ -69,3 +69,13 @@ async def test_the_corpus_replays_against_the_claude_decider_over_the_stand_in_a
     assert len(decisions) >= sum(r.turns for r in reports)
     assert all(r.usd > 0 and r.input_tokens > 0 and r.model == "claude-sonnet-4-6" for r in reports)
     assert sum(r.agree for r in reports) + sum(r.diverged for r in reports) == sum(r.turns for r in reports)
+
+
+def test_the_report_of_a_run_still_going_says_so_rather_than_none() -> None:
+    from replenisher.replay.command import report_lines
+    from replenisher.replay.engine import ReplayReport
+
+    going = ReplayReport(run_id="replenish-SKU-1-1", sku="SKU-1", decider="offline", turns=3, agree=3)
+    assert report_lines(going)[0].endswith("(recorded outcome: none yet, the run is still going)")
+    ended = going.model_copy(update={"recorded_outcome": "received"})
+    assert report_lines(ended)[0].endswith("(recorded outcome: received)")

@@ -460,5 +460,6 @@ async def note_security(ctx: ObjectContext, notes: SecurityNotes) -> None:
 async def status(ctx: ObjectSharedContext) -> SkuRecord:
     record = await load(ctx)
     if record is None:
-        raise TerminalError(f"no agent for SKU {ctx.key()!r} yet: call check or watch first", status_code=404)
+        missing = f"no agent for SKU {ctx.key()!r} yet: check or watch starts one, if the ERP stocks the SKU"
+        raise TerminalError(missing, status_code=404)
     return record

@@ -154,9 +154,8 @@ def report_lines(report: ReplayReport) -> list[str]:
     head = f"{report.run_id}: {who}"
     first = report.first_divergence
     if first is None:
-        lines = [
-            f"{head} agrees with the record on all {report.turns} turns (recorded outcome: {report.recorded_outcome})"
-        ]
+        outcome = report.recorded_outcome or "none yet, the run is still going"
+        lines = [f"{head} agrees with the record on all {report.turns} turns (recorded outcome: {outcome})"]
     else:
         lines = [f"{head} parts from the record at turn {first.turn}, after {first.turn} agreeing turns"]
         for label, choice in (("recorded", first.recorded), ("replayed", first.replayed)):

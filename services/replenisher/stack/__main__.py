@@ -97,6 +97,13 @@ def _print_status(stack: Stack) -> int:
     return 0 if all(s.running for s in statuses) else 1
 
 
+def first_call(cfg: StackConfig) -> str:
+    """A call that works on this stack's world: a SKU its catalogue holds, else how to add one."""
+    if cfg.catalogue == "demo":
+        return f"e.g. curl -X POST {cfg.ingress_url}/SkuAgent/SKU-101/check"
+    return "the world's catalogue is empty: README, Setting a scenario up (or --catalogue demo)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -113,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             stack.up()
             cfg = stack.config
             _print_status(stack)
-            print(f"\ningress  {cfg.ingress_url}   e.g. curl {cfg.ingress_url}/SkuAgent/SKU-123/status")
+            print(f"\ningress  {cfg.ingress_url}   {first_call(cfg)}")
             print(f"admin    {cfg.admin_url}   restate CLI: RESTATE_ADMIN_URL={cfg.admin_url} restate ...")
             print(f"inbound  {cfg.inbound_url}   outside parties' signed messages (secrets: {cfg.secrets_file})")
             print(f"data     {cfg.data_dir}   (kept by `down`)")
