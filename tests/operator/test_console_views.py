@@ -122,7 +122,8 @@ def test_the_skus_page_shows_stock_cover_whom_a_run_waits_on_and_flags() -> None
     html = skus(rows(), 4, SkuQuery(), NOW, 120.0, catalogue)
     assert "2.0 d" in html and "30.0 d" in html, "days of cover"
     assert "waits on manager" in html and "waits on supplier" in html and "Bolt &amp; Nut Express" in html
-    assert "150.00 over budget" in html and "data-flag=failing" in html and "last run gave up: no quote" in html
+    assert "asks 150.00 a unit, over the 120.00 budget" in html, "a unit price above the budget, not an overage"
+    assert "data-flag=failing" in html and "last run gave up: no quote" in html
     assert "no agent yet" in html and "aria-sort=ascending" in html
 
 

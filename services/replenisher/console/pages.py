@@ -493,8 +493,10 @@ def sku_state(r: SkuRow, now: float, budget: float | None, catalogue: Catalogue)
         parts.append("<span class=muted>no agent yet</span>")
     else:
         parts.append("<span class=muted>idle</span>")
-    if r.over_budget(budget) and r.asked_price is not None:
-        parts.append(f" <span class='tag over' data-flag=over-budget>{r.asked_price:.2f} over budget</span>")
+    if r.over_budget(budget) and r.asked_price is not None and budget is not None:
+        # A unit price above the budget (a unit price too), not an overage of that size.
+        over = f"asks {r.asked_price:.2f} a unit, over the {budget:.2f} budget"
+        parts.append(f" <span class='tag over' data-flag=over-budget>{over}</span>")
     if r.failing and not r.retrying and not r.paused:
         parts.append(f"<div class='warn why' data-flag=failing>{_clip(r.failing)}</div>")
     return "".join(parts)
