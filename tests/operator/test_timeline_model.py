@@ -339,7 +339,10 @@ def test_a_decided_approval_shows_who_when_limit_note_and_channel_instead_of_why
     wait = next(turn for turn in t.turns if turn.tool == "wait_for_approval")
     assert wait.decision is not None and wait.decision.at == T0 + 12.0, "when the run received it"
     line = wait.decision.line()
-    assert line == "approved up to 4.40 (PO-9) · by Dana · via manager · at 2027-01-15 08:00:12 UTC · note: ok for Q1"
+    assert line == (
+        "approved up to 4.40 (PO-9) · by Dana · signed by the manager's key · at 2027-01-15 08:00:12 UTC"
+        " · note: ok for Q1"
+    )
     text = render_text(t, width=200)
     assert f"decision: {line}" in text and "the manager has not decided yet" not in text
     assert "round 1: approved up to 4.40" in text
@@ -431,3 +434,10 @@ def test_how_long_a_run_took_is_in_calendar_days_not_called_business_days() -> N
     assert "running for 1.2min (7.0 days) · a day is 10.0s" in text
     assert "running for 1.2min (7.0 days)" in page
     assert "business day" not in text.split("\n")[1] and "business days)" not in page
+
+
+def test_a_decision_through_the_console_does_not_read_as_decided_by_someone_else() -> None:
+    from replenisher.timeline.model import Decision
+
+    decision = Decision(round=0, approved=False, by="manager (console)", channel="operator", status="rejected")
+    assert decision.line() == "rejected · by manager (console) · through the console or CLI"

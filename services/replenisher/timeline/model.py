@@ -77,12 +77,20 @@ class Decision(BaseModel):
             return parts[0]
         parts.append(f"by {self.by}" if self.by else "by (not recorded)")
         if self.channel:
-            parts.append(f"via {self.channel}")
+            parts.append(channel_words(self.channel))
         if self.at is not None:
             parts.append(f"at {clock(self.at)}")
         if self.note:
             parts.append(f"note: {self.note}")
         return " · ".join(parts)
+
+
+def channel_words(party: str) -> str:
+    """Where a decision came in, in words that do not read as a second decider: the internal
+    ingress (the console or the CLI), or the inbound door, signed with the party's key."""
+    if party == "operator":
+        return "through the console or CLI"
+    return f"signed by the {party}'s key"
 
 
 class Turn(BaseModel):
