@@ -87,7 +87,9 @@ async def test_a_reminder_is_sent_once_across_a_crash_and_the_backup_approves_af
         events = [e for e in view["state"]["security_events"] if "token or PO does not match" in e]
         return events or None
 
-    assert await eventually(refused, timeout=30, what="the late first token to be refused")
+    events = await eventually(refused, timeout=30, what="the late first token to be refused")
+    # Who sent it is the door's word (the internal ingress: an operator), not the payload's "by".
+    assert events[-1].endswith("(sent by 'operator', it claims 'manager')"), events
     assert await scenario.orders() == []
     still = await scenario.run_view(run_id)
     assert still["waiting"] and still["waiting"]["tool"] == "wait_for_approval"

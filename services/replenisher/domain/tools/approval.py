@@ -156,10 +156,14 @@ class WaitForApproval(Wait[ApprovalDecision]):
         assert state.approval is not None
         request = state.approval.request
         party = arrival.sender.party
+        # The party is who the door authenticated; `by` is only what the message says of itself.
         if party not in APPROVAL_CHANNELS:
-            return f"approval refused: sent by {party!r}, not through the manager's channel (by {payload.by!r})"
+            return f"approval refused: sent by {party!r}, not through the manager's channel (it claims {payload.by!r})"
         if payload.po_number != request.po_number or not same_token(payload.token, request.token):
-            return f"approval refused: token or PO does not match {request.po_number} (by {payload.by!r})"
+            return (
+                f"approval refused: token or PO does not match {request.po_number} "
+                f"(sent by {party!r}, it claims {payload.by!r})"
+            )
         return None
 
     def apply(self, state: State, payload: ApprovalDecision | None, arrival: Arrival | None = None) -> str:
