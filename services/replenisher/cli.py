@@ -279,10 +279,35 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
             for m in record.kept[-5:]:
                 lines.append(f"  {m.event} at {clock(m.at)}: {m.reason}")
         lines += security_lines(record)
+        lines += wait_lines(record) + memory_lines(record)
         return "\n".join(lines)
 
     emit(args, data, human)
     return 0
+
+
+def wait_lines(record: SkuRecord) -> list[str]:
+    """This SKU's own wait lengths, where they differ from the company's defaults."""
+    own = record.waits.model_dump(exclude_none=True)
+    if not own:
+        return []
+    return ["own waits (days): " + ", ".join(f"{name.replace('_', ' ')} {days:g}" for name, days in own.items())]
+
+
+def memory_lines(record: SkuRecord) -> list[str]:
+    """What the SKU remembers of its suppliers, as the next run will be told (`--json` has it all)."""
+    brief = record.memory.brief()
+    if brief.runs == 0 and not brief.suppliers:
+        return ["remembers: nothing yet (no run has finished)"]
+    lines = [f"remembers ({brief.runs} finished runs):"]
+    for s in brief.suppliers:
+        judged = f"reliability {s.reliability:.2f}" if s.reliability is not None else "reliability not judged yet"
+        price = f", last price {s.last_price:.2f}" if s.last_price is not None else ""
+        orders = s.record() if s.orders else "quoted, never ordered from"
+        lines.append(f"  {s.supplier}: {judged}{' (poor)' if s.unreliable else ''}; {orders}{price}")
+    for p in brief.promises:
+        lines.append(f"  promise (unverified): {p.describe()}")
+    return lines
 
 
 async def paused_calls(client: RestateClient, record: SkuRecord) -> tuple[list[PausedCall], str]:

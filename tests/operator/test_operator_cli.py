@@ -33,11 +33,13 @@ async def test_help_lists_the_commands(cli: Cli) -> None:
 
 async def test_status_shows_the_token_and_approving_carries_the_run_to_its_goods(cli: Cli, scenario: Scenario) -> None:
     await setup_lasting_quotes(scenario, price=4.0)
+    await scenario.configure(reply_after_chase=300)  # a wait this run never reaches: shown, changes nothing
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()
 
     status = await cli("status", scenario.sku)
     assert status.code == 0, status
+    assert "own waits (days): reply after chase 300" in status.out and "remembers: nothing yet" in status.out, status
     assert f"approval pending: {request['po_number']}" in status.out
     assert f"approval token: {request['token']}" in status.out, status
     assert f"replenisher approve {scenario.sku} --up-to 4.00" in status.out
@@ -72,6 +74,14 @@ async def test_status_shows_the_token_and_approving_carries_the_run_to_its_goods
     assert outcome["outcome"] == "received"
     outcomes = await cli("outcomes", scenario.sku, "--json")
     assert [(o["run_id"], o["outcome"]) for o in json.loads(outcomes.out)] == [(run_id, "received")]
+
+    async def remembered() -> str | None:
+        shown = (await cli("status", scenario.sku)).out
+        return shown if "remembers (1 finished runs):" in shown else None
+
+    memory = await eventually(remembered, timeout=30, what="status to show what the finished run taught the SKU")
+    assert f"  {scenario.supplier}: reliability " in memory and " of 1 orders on time" in memory, memory
+    assert "last price 4.00" in memory, memory
 
     again = await cli("approve", scenario.sku, "--up-to", "4.20")
     assert again.code == 1 and "no replenishment running" in again.err, again
