@@ -102,9 +102,12 @@ def test_a_compressed_clock_maps_wall_time_through_the_same_calendar() -> None:
     # Fri 15:00 + 3 business days = Wed 15:00: five calendar days, 50 wall seconds.
     assert clock.after(1000.0, 3) == pytest.approx(1050.0)
     assert clock.date_of(1050.0) == "Wed 2026-12-09 15:00"
-    assert clock.due(1050.0, now=1000.0) == "Wed 2026-12-09 15:00 (in 3 business days)"
-    assert clock.due(1050.0, now=1040.0) == "Wed 2026-12-09 15:00 (in 1 business day)"
+    assert clock.due(1050.0, now=1000.0) == "Wed 2026-12-09 15:00 UTC (in 3 business days)"
+    assert clock.due(1050.0, now=1040.0) == "Wed 2026-12-09 15:00 UTC (in 1 business day)"
     assert clock.due(1050.0, now=1051.0).endswith("(passed)")
+    # A reader elsewhere sees whose 15:00 it is.
+    berlin = clock.model_copy(update={"calendar": BusinessCalendar(timezone="Europe/Berlin")})
+    assert berlin.due(1050.0, now=1000.0).endswith(" CET (in 3 business days)"), berlin.due(1050.0, now=1000.0)
 
 
 def test_a_real_day_with_equal_origins_is_the_wall_clock_itself() -> None:

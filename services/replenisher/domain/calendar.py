@@ -225,11 +225,13 @@ class CalendarClock(BaseModel):
         return self.local(wall).strftime("%a %Y-%m-%d %H:%M")
 
     def due(self, deadline: float, now: float) -> str:
-        """A deadline for people: its date on the calendar, and how far off it is in business days."""
+        """A deadline for people: its date and time in the site's zone (named, since the reader
+        may sit elsewhere), and how far off it is in business days."""
+        when = self.local(deadline).strftime("%a %Y-%m-%d %H:%M %Z")
         if deadline <= now:
-            return f"{self.date_of(deadline)} (passed)"
+            return f"{when} (passed)"
         left = round(self.business_days(now, deadline), 1)
-        return f"{self.date_of(deadline)} (in {left:g} business day{'' if left == 1 else 's'})"
+        return f"{when} (in {left:g} business day{'' if left == 1 else 's'})"
 
 
 # --- the site calendar file -------------------------------------------------------------
