@@ -294,7 +294,7 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
         f"<tr{' class=chosen' if q.quote_id == p.quote_id else ''}>"
         f"<td>{escape(settings.catalogue.supplier(q.supplier))}</td>"
         f"<td class=num>{q.unit_price:.2f}</td><td class=num>{q.lead_days:g} d</td>"
-        f"<td class=num>{escape(clock(q.valid_until)[5:16])}</td></tr>"
+        f"<td class=num>{escape(clock(q.valid_until)[:16])} UTC</td></tr>"
         for q in p.quotes
     )
     quote_table = (
