@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from e2e.scenario import Scenario, ok
+from e2e.scenario import JSON, Scenario, ok
 from replenisher.domain.calendar import CalendarClock, ClockOrigin, parse_calendar, utc_instant
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import free_port
@@ -40,6 +40,8 @@ FRIDAY_MORNING = utc_instant("2026-12-04T08:55")
 STARTUP_SECONDS = 10.0
 SITE = "working_days = Mon Tue Wed Thu Fri\nworking_hours = 09:00-17:00\n"
 APPROVAL_DAYS = 1
+# Fridays a test may try before it gives up on the stack being fast enough.
+ATTEMPTS = 3
 
 
 @dataclass
@@ -133,17 +135,33 @@ async def until_friday_morning(clock: CalendarClock) -> str:
     return datetime.fromtimestamp(friday, UTC).date().isoformat()
 
 
+async def asked_on_a_friday(site: Site) -> tuple[Scenario, str, JSON]:
+    """A run that asked for approval on a Friday: its scenario, run id and view.
+
+    Friday's remaining hours last 3.75 s of wall time. A slow first request (once seen in CI:
+    4.9 s from the check to the approval request) misses them; that attempt is void, and a fresh
+    SKU tries again on the next Friday (a calendar week later), at most ATTEMPTS times in all.
+    """
+    missed: list[str] = []
+    for attempt in range(ATTEMPTS):
+        scenario = site.scenario if attempt == 0 else Scenario(site.scenario.ingress, site.world, f"again{attempt}")
+        await scenario.setup()
+        await scenario.configure(approval=APPROVAL_DAYS)
+        await until_friday_morning(site.clock)
+        run_id = (await scenario.check())["started"]
+        view = await scenario.waiting_for(run_id, "wait_for_approval")
+        asked = site.clock.date_of(view["state"]["approval"]["requested_at"])
+        if asked.startswith("Fri"):
+            return scenario, run_id, view
+        missed.append(asked)
+    pytest.fail(f"the stack was too slow to ask on a Friday {ATTEMPTS} times: it asked on {missed}")
+
+
 async def approval_lapses(site: Site) -> tuple[float, float, float]:
     """A run asked for approval on Friday and nobody answered: (requested_at, deadline, ended_at)."""
-    scenario = site.scenario
-    await scenario.setup()
-    await scenario.configure(approval=APPROVAL_DAYS)
-    await until_friday_morning(site.clock)
-    run_id = (await scenario.check())["started"]
-    view = await scenario.waiting_for(run_id, "wait_for_approval")
+    scenario, run_id, view = await asked_on_a_friday(site)
     requested_at = view["state"]["approval"]["requested_at"]
     deadline = view["waiting"]["deadline"]
-    assert site.clock.date_of(requested_at).startswith("Fri"), "the stack was too slow to ask on Friday"
     # The run fixed the site's calendar file and the shared origin into itself at its start.
     assert CalendarClock.model_validate(view["waiting"]["clock"]) == site.clock
 
