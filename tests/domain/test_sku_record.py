@@ -6,7 +6,15 @@ from tests.domain.factories import T0, stock
 
 from replenisher.domain.documents import Sender
 from replenisher.domain.outcomes import ReplenishmentResult
-from replenisher.domain.sku import KEPT_MESSAGES, RECENT_OUTCOMES, ROUTED_PER_SENDER, KeptMessage, SkuRecord
+from replenisher.domain.sku import (
+    KEPT_MESSAGES,
+    RECENT_OUTCOMES,
+    ROUTED_PER_SENDER,
+    KeptMessage,
+    SkuRecord,
+    parse_run_id,
+    run_id_of,
+)
 
 
 def result(run_id: str, outcome: str = "received", consumed: dict[str, int] | None = None) -> ReplenishmentResult:
@@ -165,3 +173,22 @@ def test_a_found_order_is_followed_up_with_its_kept_messages_and_the_unknown_ent
     assert [o.outcome for o in record.outcomes] == ["received", "received"]
     assert record.outcomes[0].detail.startswith("reconciled")
     assert record.stats.by_outcome == {"received": 2}
+
+
+def test_a_run_id_names_its_sku_and_number_and_nothing_else_parses() -> None:
+    assert parse_run_id(run_id_of("SKU-101", 3)) == ("SKU-101", 3)
+    assert parse_run_id("replenish-a.b_c-12") == ("a.b_c", 12)
+    assert parse_run_id("replenish-SKU-101") == ("SKU", 101), "the number is what follows the last dash"
+    not_ids = [
+        "replenish-SKU-101-x",
+        "SKU-101-1",
+        "replenish-SKU-101-0",
+        "replenish-SKU-101-01",
+        "replenish--1",
+        "replenish-SKU-101-\u0661",
+        "replenish-SKU 1-1",
+        "replenish-SKU-101-+1",
+        "replenish-SKU-1-" + "9" * 13,
+    ]
+    for text in not_ids:
+        assert parse_run_id(text) is None, text

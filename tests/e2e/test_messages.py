@@ -123,6 +123,32 @@ async def test_bad_input_gets_a_4xx_with_the_reason_and_changes_nothing(scenario
     assert response.status_code == 404
 
 
+async def test_the_state_of_a_run_never_started_is_a_404_that_says_why(scenario: Scenario) -> None:
+    """It answered 200 with nulls, as for a run that exists but has written nothing yet."""
+    await scenario.setup(on_hand=5)
+    run_id = (await scenario.check())["started"]
+    assert run_id == f"replenish-{scenario.sku}-1"
+    await scenario.pending_approval()
+    assert (await scenario.run_view(run_id))["state"]["run_id"] == run_id  # the control: a started run answers
+
+    unknown = f"SKU-NOPE-{scenario.sku[-6:]}"
+    cases = {
+        f"replenish-{scenario.sku}-2": f"{scenario.sku} has started 1 run",
+        f"replenish-{scenario.sku}-0": "a run's id reads replenish-<SKU>-<n>",
+        f"replenish-{scenario.sku}-x": "a run's id reads replenish-<SKU>-<n>",
+        f"{scenario.sku}-1": "a run's id reads replenish-<SKU>-<n>",
+        f"replenish-{unknown}-1": f"no agent for SKU {unknown!r}",
+    }
+    for wrong, reason in cases.items():
+        response = await scenario.ingress.post(f"/Replenish/{wrong}/state")
+        assert response.status_code == 404, (wrong, response.text)
+        message = response.json()["message"]
+        assert message.startswith(f"no run {wrong!r}: ") and reason in message, (wrong, message)
+    assert (await scenario.status())["runs_started"] == 1, "asking about runs starts none"
+    response = await scenario.ingress.get(f"/SkuAgent/{unknown}/status")
+    assert response.status_code == 404, "nor an agent for the SKU asked about"
+
+
 async def test_internal_handlers_are_not_reachable_from_ingress(scenario: Scenario) -> None:
     await scenario.setup(on_hand=50)
     await scenario.check()

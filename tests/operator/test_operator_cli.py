@@ -255,6 +255,8 @@ async def test_when_restate_has_dropped_the_journal_the_timeline_says_so_and_sho
         purged = await client.patch(f"/invocations/{row['id']}/purge")
         assert purged.is_success, purged.text
 
+    # The run was started, so its address still answers, empty (not a 404 as for a run never started).
+    assert await scenario.run_view(run_id) == {"state": None, "waiting": None}
     result = await cli("timeline", scenario.sku, "--width", "200")
     assert result.code == 0, result
     assert "from the outcome kept in the SKU's record" in result.out

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.costs import CostLedger
-from replenisher.domain.documents import EventKind, Sender, StockLevel
+from replenisher.domain.documents import EventKind, Sender, StockLevel, is_sku_id
 from replenisher.domain.memory import SkuMemory
 from replenisher.domain.migrations import SKU_RECORD_STEPS, migrate
 from replenisher.domain.outcomes import Outcome, ReplenishmentResult
@@ -57,6 +57,25 @@ class KeptMessage(BaseModel):
     reason: str
     run_id: str | None = None
     sender: Sender | None = None
+
+
+RUN_PREFIX = "replenish-"
+
+
+def run_id_of(sku: str, number: int) -> str:
+    """The id of the SKU's `number`-th run (from 1): the key of its `Replenish` workflow."""
+    return f"{RUN_PREFIX}{sku}-{number}"
+
+
+def parse_run_id(run_id: str) -> tuple[str, int] | None:
+    """`run_id_of` undone: (SKU, number), or None for text no run was ever named.
+    A SKU may hold dashes; the number is the part after the last one."""
+    sku, dash, number = run_id.removeprefix(RUN_PREFIX).rpartition("-")
+    if not run_id.startswith(RUN_PREFIX) or not dash or not is_sku_id(sku):
+        return None
+    if not (number.isascii() and number.isdigit()) or number.startswith("0") or len(number) > 12:
+        return None
+    return sku, int(number)
 
 
 class ActiveRun(BaseModel):
@@ -166,7 +185,7 @@ class SkuRecord(BaseModel):
         if stock.on_hand < stock.safety_stock and self.active is None and not held and self.unresolved is None:
             self.runs_started += 1
             started = ActiveRun(
-                run_id=f"replenish-{self.sku}-{self.runs_started}",
+                run_id=run_id_of(self.sku, self.runs_started),
                 started_at=at,
                 on_hand=stock.on_hand,
                 safety_stock=stock.safety_stock,
@@ -297,7 +316,7 @@ class SkuRecord(BaseModel):
         unresolved = self.unresolved
         assert unresolved is not None and unresolved.po is not None and self.active is None
         self.runs_started += 1
-        run = ActiveRun(run_id=f"replenish-{self.sku}-{self.runs_started}", started_at=at, on_hand=0, safety_stock=0)
+        run = ActiveRun(run_id=run_id_of(self.sku, self.runs_started), started_at=at, on_hand=0, safety_stock=0)
         self.active = run
         po_number = unresolved.po.po_number
         mine = [m for m in self.kept if m.po_number == po_number]

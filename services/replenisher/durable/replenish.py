@@ -14,11 +14,13 @@ from typing import Any
 import restate
 from pydantic import BaseModel, Field
 from restate import WorkflowContext, WorkflowSharedContext
+from restate.exceptions import TerminalError
 
 from replenisher import loop
 from replenisher.domain.documents import EventKind, Sender
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import without_secrets
+from replenisher.domain.sku import parse_run_id
 from replenisher.domain.state import State
 from replenisher.durable.archive import RestateArchiveSink
 from replenisher.durable.engine import RestateEngine
@@ -71,11 +73,32 @@ async def deliver(ctx: WorkflowSharedContext, message: Message) -> None:
 
 @replenish.handler(name="state")
 async def view_state(ctx: WorkflowSharedContext) -> RunView:
+    """The run's state and current wait. Both empty: a run just started (nothing written yet)
+    or one whose state Restate dropped after its retention; a 404 if no such run was started."""
     state = await load_stored(ctx, names.STATE, State)
-    return RunView(
-        state=without_secrets(state) if state else None,
-        waiting=await ctx.get(names.WAITING, type_hint=CurrentWait),
-    )
+    waiting = await ctx.get(names.WAITING, type_hint=CurrentWait)
+    if state is None and waiting is None:
+        await started(ctx, ctx.key())
+    return RunView(state=without_secrets(state) if state else None, waiting=waiting)
+
+
+async def started(ctx: WorkflowSharedContext, run_id: str) -> None:
+    """Raise a 404 unless the SKU agent the id names has started this run (it numbers them)."""
+    from replenisher.durable.sku_agent import status
+
+    parsed = parse_run_id(run_id)
+    if parsed is None:
+        raise TerminalError(f"no run {run_id!r}: a run's id reads replenish-<SKU>-<n>", status_code=404)
+    sku, number = parsed
+    try:
+        record = await ctx.object_call(status, sku, None)
+    except TerminalError as e:
+        if e.status_code != 404:
+            raise
+        raise TerminalError(f"no run {run_id!r}: {e.message}", status_code=404) from None
+    if number > record.runs_started:
+        runs = f"{record.runs_started} run{'' if record.runs_started == 1 else 's'}"
+        raise TerminalError(f"no run {run_id!r}: {sku} has started {runs}", status_code=404)
 
 
 @replenish.handler(name="current_wait")

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from replenisher.domain.documents import SKU_ID
 from replenisher.domain.security import without_secrets
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import RUN_PREFIX, SkuRecord
 from replenisher.domain.state import State
 from replenisher.loop import names
 from replenisher.timeline.build import is_outage_text
@@ -202,13 +202,9 @@ def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def run_id_of(sku: str, number: int) -> str:
-    return f"replenish-{sku}-{number}"
-
-
 def sku_and_number_of(run_id: str) -> tuple[str, str]:
     """`run_id_of` undone: the SKU and the run's number (a SKU may hold dashes, the number not)."""
-    sku, number = run_id.removeprefix("replenish-").rsplit("-", 1)
+    sku, number = run_id.removeprefix(RUN_PREFIX).rsplit("-", 1)
     return sku, number
 
 
