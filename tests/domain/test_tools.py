@@ -93,8 +93,10 @@ def test_a_new_run_short_of_stock_can_only_get_quotes() -> None:
 
 def test_quotes_are_sorted_cheapest_first_and_a_draft_needs_a_known_quote() -> None:
     state = new_state()
-    GetQuotes().apply(state, NO, QuotesResult(quotes=[quote("bolt", 5.0), quote("acme", 4.0)]))
+    summary = GetQuotes().apply(state, NO, QuotesResult(quotes=[quote("bolt", 5.0), quote("acme", 4.0)]))
     assert [q.unit_price for q in state.quotes] == [4.0, 5.0]
+    assert summary == "2 quotes, cheapest 4.00"
+    assert GetQuotes().apply(new_state(), NO, QuotesResult(quotes=[quote("bolt", 5.0)])) == "1 quote, cheapest 5.00"
     assert "draft_purchase_order" in allowed(state)
     assert DraftPurchaseOrder().check_args(state, DraftArgs(quote_id="forged")) is not None
     assert DraftPurchaseOrder().check_args(state, DraftArgs(quote_id=state.quotes[0].quote_id)) is None

@@ -123,7 +123,7 @@ def quoted_then_approved() -> Journal:
 
 def test_turns_take_their_times_from_the_journal_and_their_words_from_the_history() -> None:
     state = state_with(
-        ("get_quotes", "need prices", "1 quotes, cheapest 4.00"),
+        ("get_quotes", "need prices", "1 quote, cheapest 4.00"),
         ("wait_for_approval", "the manager has not decided yet", "approved up to 4.00"),
         ("place_order", "the price is approved", "ordered PO-1"),
     )
@@ -207,13 +207,13 @@ def test_an_outage_still_going_is_open_and_counts_the_attempts() -> None:
 
 
 def test_without_the_journal_the_runs_own_history_is_shown_and_the_gap_is_said() -> None:
-    state = state_with(("get_quotes", "need prices", "1 quotes, cheapest 4.00"), ("done", "nothing left open", ""))
+    state = state_with(("get_quotes", "need prices", "1 quote, cheapest 4.00"), ("done", "nothing left open", ""))
     t = build_timeline(RUN, "SKU-9", now=T0 + 10, state=state)
 
     assert t.source == "history" and t.notes == [JOURNAL_GONE]
     assert [(turn.tool, turn.spans) for turn in t.turns] == [("get_quotes", []), ("done", [])]
     text = render_text(t)
-    assert "no longer holds this run's journal" in text and "1 quotes, cheapest 4.00" in text
+    assert "no longer holds this run's journal" in text and "1 quote, cheapest 4.00" in text
 
 
 def test_with_only_the_outcome_left_the_timeline_says_so() -> None:

@@ -141,7 +141,8 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
         state.last_failure = None
         if not state.quotes:
             state.last_failure = "no supplier quoted"
-        return f"{len(state.quotes)} quotes" + (f", cheapest {state.quotes[0].unit_price:.2f}" if state.quotes else "")
+        count = f"{len(state.quotes)} quote{'' if len(state.quotes) == 1 else 's'}"
+        return count + (f", cheapest {state.quotes[0].unit_price:.2f}" if state.quotes else "")
 
 
 class DraftArgs(BaseModel):
