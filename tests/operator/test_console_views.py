@@ -3,6 +3,7 @@ keep them, without starting anything."""
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from domain.factories import ack, new_state, quote
 from replenisher.console.catalogue import Catalogue, ItemStock
 from replenisher.console.overview import SkuQuery, SkuRow, select_rows
-from replenisher.console.pages import InboxSettings, skus, spend_page
+from replenisher.console.pages import InboxSettings, nice_ceiling, short_amount, skus, spend_page
 from replenisher.console.spend import OrderMoney, SpendQuery, from_outcome, from_state, parsed_spend, summarise
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.documents import PurchaseOrder
@@ -238,3 +239,19 @@ def test_the_spend_page_draws_a_chart_and_names_suppliers() -> None:
     assert "<svg class=chart" in html and "role=img" in html and html.count("<rect class=ordered") == 7
     assert "Committed now" in html and "750.00 EUR" in html and "Bolt &amp; Nut Express" in html
     assert "<script" not in html.split("<main>")[1], "the spend page needs no script"
+
+
+def test_the_spend_chart_has_an_axis_of_round_amounts_and_names_the_years() -> None:
+    assert [nice_ceiling(v) for v in (1.0, 1.2, 2.0, 2.1, 3.0, 5767.4, 0.07)] == [1, 2, 2, 2.5, 5, 10_000, 0.1]
+    assert [short_amount(v) for v in (0, 750, 2500, 10_000, 1_200_000)] == ["0", "750", "2.5k", "10k", "1.2M"]
+    # Four weeks back from NOW (Friday 15 Jan 2027) reach into December 2026.
+    lines = [money("b", "bolt", 5767.4, NOW - DAY, received=2762.5, got_at=NOW, committed=3004.9)]
+    s = summarise(lines, SpendQuery(by="week", periods=6), NOW, calendar=None)
+    html = spend_page(s, InboxSettings(currency="EUR"))
+    chart = html[html.index("<svg class=chart") : html.index("</svg>")]
+    labels = re.findall(r">([^<>]+)</text>", chart)
+    assert labels[:2] == ["5k", "10k"], "the axis: half and the top (the baseline is zero)"
+    dates = ["07 Dec", "2026", "14 Dec", "21 Dec", "28 Dec", "04 Jan", "2027", "11 Jan"]
+    assert labels[2:] == dates, "each year named once, under its first date"
+    assert "the axis runs to 10,000.00 EUR" in chart and "amounts in EUR" in html
+    assert "week of 11 Jan 2027" in html, "the table's periods name their year too"

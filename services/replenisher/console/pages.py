@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from contextvars import ContextVar
 from html import escape
@@ -100,6 +101,9 @@ svg.chart rect.committed, .key.committed { fill: #93c5fd; background: #93c5fd; }
 svg.chart rect.received, .key.received { fill: #15803d; background: #15803d; }
 svg.chart text { font-size: 11px; fill: #374151; }
 svg.chart .axis { stroke: #9ca3af; }
+svg.chart .grid { stroke: #e5e7eb; }
+svg.chart text.year { font-weight: 600; }
+.legend .item { white-space: nowrap; }
 .key { display: inline-block; width: 10px; height: 10px; margin: 0 3px 0 10px; }
 p.summary { font-size: 16px; }
 tfoot th, tfoot td { font-weight: 600; }
@@ -707,20 +711,40 @@ def error_page(status: int, message: str) -> str:
     return page(f"{status}", f"<h1>{status}</h1><p class='flash error'>{escape(message)}</p>")
 
 
+def nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 times a power of ten that is at least `value` (> 0): the top of
+    an axis whose halves are round figures too."""
+    power = 10 ** math.floor(math.log10(value))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= value * (1 - 1e-9))
+
+
+def short_amount(value: float) -> str:
+    """An axis label: 2500 -> '2.5k', 1200000 -> '1.2M'."""
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
 def spend_chart(s: Spend, settings: InboxSettings) -> str:
     """Ordered and received per period as bars, the still-committed part of what was ordered
-    drawn lighter on top of it. Inline SVG: no script, no network."""
+    drawn lighter on top of it, on an axis of amounts. Inline SVG: no script, no network."""
     periods = s.periods
-    top = max([max(p.ordered, p.received) for p in periods] + [1.0])
-    width, height, left, bottom = 640, 180, 8, 22
+    top = nice_ceiling(max([max(p.ordered, p.received) for p in periods] + [1.0]))
+    width, height, left, bottom, pad = 640, 210, 58, 52, 14
+    base = height - bottom
+    scale = (base - pad) / top
     slot = (width - left) / len(periods)
     bar = max(min(slot * 0.36, 26), 2)
     marks = []
+    for tick in (top / 2, top):  # the baseline is zero
+        y = base - tick * scale
+        marks.append(f"<line x1='{left}' x2='{width}' y1='{y:.1f}' y2='{y:.1f}' class=grid />")
+        marks.append(f"<text x='{left - 6}' y='{y + 4:.1f}' text-anchor=end>{short_amount(tick)}</text>")
+    year = None
     for i, p in enumerate(periods):
         x = left + i * slot + slot / 2
-        scale = (height - bottom - 8) / top
         h_ord, h_com, h_rec = p.ordered * scale, p.committed * scale, p.received * scale
-        base = height - bottom
         marks.append(
             f"<g><title>{escape(p.label)}: ordered {settings.money(p.ordered)}, committed "
             f"{settings.money(p.committed)}, received {settings.money(p.received)}</title>"
@@ -731,21 +755,25 @@ def spend_chart(s: Spend, settings: InboxSettings) -> str:
         )
         every = max(len(periods) // 7, 1)
         if (len(periods) - 1 - i) % every == 0:  # counted back from the current period, which always has its label
-            label = p.start.strftime("%d %b")
             # Every other label is left out on a narrow screen, where the chart is small.
             minor = " class=minor" if (len(periods) - 1 - i) % (every * 2) else ""
             anchor = "end" if i == len(periods) - 1 else "middle"  # the last label ends at the chart's edge
             edge = x + bar if anchor == "end" else x
-            marks.append(f"<text{minor} x='{edge:.1f}' y='{height - 6}' text-anchor={anchor}>{label}</text>")
-    axis = f"<line x1='{left}' x2='{width}' y1='{height - bottom}' y2='{height - bottom}' class=axis />"
+            at = f"x='{edge:.1f}' text-anchor={anchor}"
+            marks.append(f"<text{minor} {at} y='{base + 20}'>{p.start:%d %b}</text>")
+            if p.start.year != year:  # a row below: the year, under its first label and where it changes
+                year = p.start.year
+                marks.append(f"<text class=year {at} y='{base + 44}'>{year}</text>")
+    axis = f"<line x1='{left}' x2='{width}' y1='{base}' y2='{base}' class=axis />"
     return (
         f"<svg class=chart viewBox='0 0 {width} {height}' role=img aria-labelledby=chart-title>"
         f"<title id=chart-title>Ordered and received per {s.query.by}, the last {len(periods)}: "
-        f"most in one {s.query.by} {settings.money(top)}; the table below has every figure</title>"
+        f"the axis runs to {settings.money(top)}; the table below has every figure</title>"
         f"{axis}{''.join(marks)}</svg>"
-        "<p class='legend muted'><span class='key ordered'></span> ordered "
-        "<span class='key committed'></span> of which still to come "
-        "<span class='key received'></span> received</p>"
+        "<p class='legend muted'><span class=item><span class='key ordered'></span> ordered</span> "
+        "<span class=item><span class='key committed'></span> of which still to come</span> "
+        "<span class=item><span class='key received'></span> received</span> "
+        f"<span class=item>· amounts in {escape(settings.currency)}</span></p>"
     )
 
 

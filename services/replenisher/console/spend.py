@@ -137,7 +137,7 @@ def summarise(lines: list[OrderMoney], query: SpendQuery, now: float, calendar: 
     last = period_start(_day(now, calendar), query.by)
     starts = [last - step * i for i in range(query.periods - 1, -1, -1)]
     periods = {
-        d: Period(label=f"week of {d:%d %b}" if query.by == "week" else f"{d:%a %d %b}", start=d) for d in starts
+        d: Period(label=f"week of {d:%d %b %Y}" if query.by == "week" else f"{d:%a %d %b %Y}", start=d) for d in starts
     }
     suppliers: dict[str, SupplierSpend] = {}
     chosen = [m for m in lines if not query.supplier or m.supplier == query.supplier]
