@@ -11,11 +11,12 @@ import pytest
 from domain.factories import ack, new_state, quote
 from replenisher.console.catalogue import Catalogue, ItemStock
 from replenisher.console.overview import SkuQuery, SkuRow, select_rows
-from replenisher.console.pages import InboxSettings, nice_ceiling, short_amount, skus, spend_page
+from replenisher.console.pages import InboxSettings, nice_ceiling, short_amount, sku_detail, skus, spend_page
 from replenisher.console.spend import OrderMoney, SpendQuery, from_outcome, from_state, parsed_spend, summarise
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.documents import PurchaseOrder
 from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.sku import SkuRecord
 from replenisher.timeline.model import Waiting
 from replenisher.timeline.restate import OperatorError
 
@@ -255,3 +256,25 @@ def test_the_spend_chart_has_an_axis_of_round_amounts_and_names_the_years() -> N
     assert labels[2:] == dates, "each year named once, under its first date"
     assert "the axis runs to 10,000.00 EUR" in chart and "amounts in EUR" in html
     assert "week of 11 Jan 2027" in html, "the table's periods name their year too"
+
+
+def test_a_skus_page_shows_its_stock_and_security_events_or_why_the_stock_is_missing() -> None:
+    record = SkuRecord(sku="SKU-1", runs_started=1)
+    for i in range(12):
+        record.security.add("replenish-SKU-1-1", [f"forged approval {i} <b>"], NOW + i)
+    catalogue = Catalogue(
+        items={"SKU-1": ItemStock(sku="SKU-1", on_hand=7, safety_stock=20, target_stock=100, suppliers=["acme"])}
+    )
+    html = sku_detail(record, None, None, catalogue=catalogue)
+    stock = html[html.index("id=stock") :]
+    assert "7</span> <span class=muted>/ 20 safety / 100 target" in stock and "no consumption recorded" in stock
+    security = html[html.index("id=security") :]
+    assert "the last 10 of 12, newest first" in security
+    assert security.index("forged approval 11 &lt;b&gt;") < security.index("forged approval 2 "), "newest first"
+    assert "forged approval 1 " not in security, "only the recent ones the record keeps on show"
+    assert "decide in the approval inbox" not in html, "no run waits for the manager"
+
+    down = sku_detail(
+        SkuRecord(sku="SKU-1"), None, None, catalogue=Catalogue(error="the ERP's item master could not be read")
+    )
+    assert "could not be read" in down and "id=security" not in down

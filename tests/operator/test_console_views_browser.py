@@ -105,9 +105,15 @@ async def test_skus_spend_and_inbox_views_read_right_and_pass_accessibility_chec
         await visit(desk, f"{console.url}/skus?sort=price", axe, "a bad query", status=400)
         assert "sort='price'" in await desk.locator("main").inner_text()
 
-        # --- the SKU's own page and the run's, while it waits
+        # --- the SKU's own page (its stock by the ERP, and the way to the manager's inbox) and the
+        # run's, while it waits
         for page, width in ((desk, "desktop"), (phone, "phone")):
             await visit(page, f"{console.url}/skus/{sku}", axe, f"sku page ({width})")
+            stock = await page.locator("#stock").inner_text()
+            assert re.search(rf"\b{on_hand} / 20 safety / 100 target\s+[\d.]+ days of cover", stock), stock
+            await page.get_by_role("link", name="decide in the approval inbox").click()
+            await page.wait_for_url("**/inbox")
+            assert await page.locator(f"#inbox article[data-sku='{sku}']").count() == 1
             await visit(page, f"{console.url}/skus/{sku}/runs/1", axe, f"run page ({width})")
 
         await scenario.decide(request["po_number"], approved=True)

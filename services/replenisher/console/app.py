@@ -318,11 +318,12 @@ class Console:
             paused = await self.client.paused_of(record)
         except OperatorError:
             paused = []  # the page still shows what the agent holds
+        catalogue = await self.catalogue.read({record.sku})
         if record.runs_started == 0:
-            return Response(pages.sku_detail(record, None, None, paused))
+            return Response(pages.sku_detail(record, None, None, paused, catalogue))
         run_id = chosen_run(record, None)
         timeline = await load_run_timeline(self.client, record, run_id)
-        return Response(pages.sku_detail(record, timeline, self._fragment_url(run_id), paused))
+        return Response(pages.sku_detail(record, timeline, self._fragment_url(run_id), paused, catalogue))
 
     async def run(self, request: Request, sku: str, n: str) -> Response:
         timeline, run_id = await self._timeline(sku, n)

@@ -14,7 +14,7 @@ from replenisher.console.catalogue import Catalogue, ItemStock
 from replenisher.console.inbox import PendingApproval
 from replenisher.console.overview import SkuQuery, SkuRow
 from replenisher.console.spend import Period, Spend
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuRecord, run_id_of
 from replenisher.timeline.format import clock, duration, until
 from replenisher.timeline.html import STYLE as TIMELINE_STYLE
 from replenisher.timeline.html import render_fragment
@@ -59,6 +59,7 @@ td.id { white-space: nowrap; }
 .flash { padding: 8px 12px; margin: 0 0 14px; border-radius: 4px; overflow-wrap: anywhere; }
 .flash.ok { background: #dcfce7; border: 1px solid #86efac; }
 .flash.error { background: #fee2e2; border: 1px solid #fca5a5; }
+.flash.note { background: #e0e7ff; border: 1px solid #a5b4fc; }
 form.decide { display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
 form.decide input[type=number] { width: 90px; padding: 4px; }
 form.decide input[type=text] { width: 160px; padding: 4px; }
@@ -618,13 +619,53 @@ def paused_card(paused: Sequence[PausedCall]) -> str:
     )
 
 
+def stock_card(sku: str, catalogue: Catalogue | None) -> str:
+    """The SKU's stock by the ERP now, with its days of cover."""
+    if catalogue is None:
+        return ""
+    if catalogue.error:
+        return f"<div class=card><b>Stock</b> <span class=muted>{escape(catalogue.error)}</span></div>"
+    item = catalogue.items.get(sku)
+    cover = f"<div>{escape(cover_text(item))}</div>" if item is not None else ""
+    return f"<div class=card id=stock><b>Stock</b> (the ERP, now): {stock_cell(item)}{cover}</div>"
+
+
+def security_card(record: SkuRecord) -> str:
+    """What the runs refused or flagged: forged approvals, quotes out of bounds, floods."""
+    log = record.security
+    if not log.total:
+        return ""
+    items = "".join(
+        f"<li>{escape(clock(e.at))} <span class=muted>{escape(e.run_id)}</span>: {escape(e.what)}</li>"
+        for e in reversed(log.recent[-10:])
+    )
+    shown = f"the last {min(len(log.recent), 10)} of {log.total}" if log.total > 10 else f"{log.total}"
+    return f"<div class=card id=security><b>Security events</b> ({shown}, newest first)<ul>{items}</ul></div>"
+
+
+def waiting_note(timeline: Timeline | None) -> str:
+    """Where the person the run waits for acts: for the manager, the approval inbox."""
+    if timeline is None or timeline.finished or timeline.waiting is None:
+        return ""
+    if timeline.waiting.tool == "wait_for_approval":
+        return (
+            "<p class='flash note' role=status>The run waits for the manager's approval: "
+            "<a href='/inbox'>decide in the approval inbox</a>.</p>"
+        )
+    return ""
+
+
 def sku_detail(
-    record: SkuRecord, timeline: Timeline | None, fragment_url: str | None, paused: Sequence[PausedCall] = ()
+    record: SkuRecord,
+    timeline: Timeline | None,
+    fragment_url: str | None,
+    paused: Sequence[PausedCall] = (),
+    catalogue: Catalogue | None = None,
 ) -> str:
     runs = []
     outcomes = {o.run_id: o for o in record.outcomes}
     for n in range(record.runs_started, 0, -1):
-        run_id = f"replenish-{record.sku}-{n}"
+        run_id = run_id_of(record.sku, n)
         o = outcomes.get(run_id)
         status = (
             "running"
@@ -642,10 +683,12 @@ def sku_detail(
         )
         kept = f"<div class=card><b>Kept messages</b> (no run read them)<ul>{items}</ul></div>"
     body = (
-        f"<h1>{escape(record.sku)}</h1>{paused_card(paused)}"
+        f"<h1>{escape(record.sku)}</h1>{paused_card(paused)}{waiting_note(timeline)}"
+        f"{stock_card(record.sku, catalogue)}"
         f"<div class=card>watched: {'yes' if record.watch.watching else 'no'} · "
         f"runs: {record.runs_started} · outcomes: {escape(by_outcome)}"
         f"<ul>{''.join(runs) or '<li class=muted>no replenishment yet</li>'}</ul></div>{kept}"
+        f"{security_card(record)}"
     )
     if timeline is not None and fragment_url is not None:
         body += f"<div class=card>{timeline_block(timeline, fragment_url)}</div>{REFRESH_SCRIPT}"
