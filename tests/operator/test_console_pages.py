@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from replenisher.console.inbox import PastDecision, PendingApproval
-from replenisher.console.pages import InboxSettings, countdown, inbox_fragment, request_card
+from replenisher.console.pages import InboxSettings, countdown, inbox, inbox_fragment, request_card
+from replenisher.domain.calendar import BusinessCalendar, CalendarClock, ClockOrigin
 from replenisher.domain.documents import Quote
-from replenisher.timeline.format import clock
+from replenisher.timeline.format import clock, until
 
 NOW = 1_800_000_000.0
 
@@ -132,3 +133,20 @@ def test_a_request_card_names_suppliers_and_gives_the_stock_now_with_its_days_of
     assert "now 10</span> · <b>2.5 days of cover at 4/day</b>" in html
     unknown = request_card(pending(), NOW, InboxSettings())
     assert "<td>acme</td>" in unknown and "days of cover" not in unknown, "without the ERP: the ids, no cover"
+
+
+def test_on_a_compressed_clock_the_inbox_says_which_time_is_which() -> None:
+    # A day of 10 minutes: the 90 minutes left to decide are 9 calendar days.
+    fast = CalendarClock(calendar=BusinessCalendar(), day_seconds=600.0, origin=ClockOrigin(wall=NOW, calendar=NOW))
+    card = pending(calendar=fast)
+    # The deadline: the calendar's date, then when it fires on this machine.
+    due = until(card.decide_by, fast, NOW)
+    assert due == f"Sun 2027-01-24 08:00 UTC (in 5.7 business days) on the calendar; {clock(NOW + 5400)} real time"
+    html = inbox([card], NOW)
+    assert f"valid until {clock(NOW + 600)}" in html, "a quote's validity: when it runs out on this machine"
+    note = html[html.index("id=fast-time") :]
+    assert "a calendar day lasts 10.0min of real time" in note
+    # On a real clock, no note, and a date is a date.
+    real = CalendarClock(calendar=BusinessCalendar(), origin=ClockOrigin.at(NOW))
+    html = inbox([pending(calendar=real)], NOW)
+    assert "id=fast-time" not in html and "real time" not in html

@@ -15,7 +15,7 @@ from replenisher.console.inbox import PendingApproval
 from replenisher.console.overview import SkuQuery, SkuRow
 from replenisher.console.spend import Period, Spend
 from replenisher.domain.sku import SkuRecord, run_id_of
-from replenisher.timeline.format import clock, duration, until
+from replenisher.timeline.format import clock, duration, fast_time_note, until
 from replenisher.timeline.html import STYLE as TIMELINE_STYLE
 from replenisher.timeline.html import render_fragment
 from replenisher.timeline.model import Timeline
@@ -224,11 +224,13 @@ def inbox(
     flash: tuple[str, str] | None = None,
     settings: InboxSettings | None = None,
 ) -> str:
+    fast_time = [n for p in pending if (n := fast_time_note(p.calendar))]
     body = (
         "<div id=inbox-live data-fragment='/inbox/fragment' aria-live=polite>"
         + inbox_fragment(pending, now, settings)
         + "</div><p class=muted>Approving resolves the run's durable promise through Restate's ingress: the run "
         "continues at once. Without a decision by the deadline the run cancels the PO (it fails closed).</p>"
+        + "".join(f"<p class=muted id=fast-time>{escape(n)}</p>" for n in fast_time[:1])
         + INBOX_SCRIPT
     )
     return page("Approval inbox", body, "inbox", flash)

@@ -23,8 +23,18 @@ def until(deadline: float, calendar: CalendarClock | None, now: float) -> str:
         return clock(deadline)
     due = calendar.due(deadline, now)
     if calendar.day_seconds != DAY:
-        return f"{due}, at {clock(deadline)}"
+        return f"{due} on the calendar; {clock(deadline)} real time"
     return due
+
+
+def fast_time_note(calendar: CalendarClock | None) -> str:
+    """On a compressed clock, what its two kinds of time mean; nothing on a real one."""
+    if calendar is None or calendar.day_seconds == DAY:
+        return ""
+    return (
+        f"Time runs fast here: a calendar day lasts {duration(calendar.day_seconds)} of real time. Dates are on "
+        "the site's calendar; countdowns and 'real time' are this machine's clock."
+    )
 
 
 def duration(seconds: float | None) -> str:
