@@ -84,6 +84,9 @@ def test_an_expired_quote_offers_fresh_quotes_not_approval_and_requests_come_nea
     assert "data-flag=quote-expired" in expired and "approve up to" not in expired and "Approve " not in expired
     assert "aria-label='Get fresh quotes for PO-SKU-9-2-1'" in expired and "value=reject" in expired
     assert "nothing can be ordered on it" in expired and "ends this replenishment" in expired
+    last = request_card(pending(quote_valid_until=NOW - 1, requote_left=False), NOW, InboxSettings())
+    assert "Get fresh quotes" not in last and "value=approve" not in last, "the run cannot ask again"
+    assert "last approval round" in last and "value=reject" in last
     soon = request_card(pending(quote_valid_until=NOW + 150, decide_by=NOW + 500), NOW, InboxSettings())
     assert "its quote:</span> <span class='countdown urgent' data-quote-until" in soon and "2m 30s left" in soon
     later = pending(quote_valid_until=NOW + 900, decide_by=NOW + 500)

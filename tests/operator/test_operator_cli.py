@@ -50,6 +50,10 @@ async def test_status_shows_the_token_and_approving_carries_the_run_to_its_goods
 
     too_low = await cli("approve", scenario.sku, "--up-to", "3.50")
     assert too_low.code == 1 and "below the asked 4.00" in too_low.err, too_low
+    for nonsense in ("-5", "0", "nan", "inf"):
+        refused = await cli("approve", scenario.sku, f"--up-to={nonsense}")
+        assert refused.code == 1 and "is no unit price" in refused.err, refused
+    assert [r["status"] for r in await scenario.approval_requests()] == ["pending"], "nothing was decided"
     wrong_token = await cli("approve", scenario.sku, "--up-to", "4.00", "--token", "not-the-token")
     assert wrong_token.code == 1 and "not the one of" in wrong_token.err, wrong_token
 
@@ -262,6 +266,40 @@ async def test_when_restate_has_dropped_the_journal_the_timeline_says_so_and_sho
     assert "from the outcome kept in the SKU's record" in result.out
     assert "only the outcome kept in the SKU's record remains" in result.out
     assert "outcome: REJECTED" in result.out
+
+
+async def test_on_the_last_approval_round_an_expired_quote_cannot_be_sent_for_fresh_quotes(
+    cli: Cli, scenario: Scenario
+) -> None:
+    """The CLI said "sent back for fresh quotes" on the run's third and last round, and the run
+    then gave up: now that approval is refused with the reason, and reject ends the run."""
+    await scenario.setup(quote_valid_days=12)  # 3 s: time to draft and ask
+    run_id = (await scenario.check())["started"]
+    seen: list[str] = []
+    for round_number in (1, 2, 3):
+
+        async def next_request() -> JSON | None:
+            for entry in await scenario.approval_requests():
+                if entry["status"] == "pending" and entry["request"]["po_number"] not in seen:
+                    return entry["request"]
+            return None
+
+        request = await eventually(next_request, timeout=30, what=f"approval request {round_number}")
+        seen.append(request["po_number"])
+
+        async def expired(request: JSON = request) -> bool:
+            return ok(await scenario.world.get("/admin/clock"))["now"] > request["expires_at"]
+
+        await eventually(expired, timeout=10, what="its quote to expire")
+        answer = await cli("approve", scenario.sku, "--up-to", f"{request['unit_price']:.2f}", "--no-wait")
+        if round_number < 3:
+            assert answer.code == 0 and "sent back for fresh quotes" in answer.out, answer  # the control
+    assert answer.code == 1 and "cannot get fresh quotes, so approving orders nothing" in answer.err, answer
+    assert (await scenario.run_view(run_id))["state"]["approval"]["status"] == "pending", "nothing was sent"
+    rejected = await cli("reject", scenario.sku, "--no-wait")
+    assert rejected.code == 0, rejected
+    assert (await scenario.outcome(run_id, within=30))["outcome"] == "rejected"
+    assert await scenario.orders() == [], "nothing was ordered (the world's records)"
 
 
 async def test_approving_an_expired_quote_sends_the_run_for_fresh_quotes(cli: Cli, scenario: Scenario) -> None:

@@ -13,6 +13,7 @@ A decision goes where every manager decision goes: the SKU's address on Restate'
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 
 import httpx
@@ -22,6 +23,7 @@ from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.documents import ApprovalDecision, ApprovalRequest, Quote
 from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
+from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS, MAX_QUOTE_ROUNDS
 from replenisher.timeline.format import clock
 from replenisher.timeline.model import decision_from_approval
 from replenisher.timeline.restate import (
@@ -119,6 +121,9 @@ class PendingApproval(BaseModel):
     approver: str = "manager"
     escalated: bool = False
     reminded: list[float] = Field(default_factory=list)
+    requote_left: bool = Field(
+        default=True, description="the run may still get fresh quotes and ask again (it has rounds left)"
+    )
 
     @property
     def total(self) -> float:
@@ -203,6 +208,7 @@ def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
         safety_stock=state.safety_stock,
         target_stock=state.target_stock,
         quotes=sorted(state.quotes, key=lambda q: q.unit_price),
+        requote_left=state.approval_rounds < MAX_APPROVAL_ROUNDS and state.quote_rounds < MAX_QUOTE_ROUNDS,
     )
 
 
@@ -299,16 +305,26 @@ async def decide(
     # An approval of an expired quote orders nothing: the run's `place_order` refuses it, and the
     # run gets fresh quotes and asks again. That is the manager's only way to new terms: the
     # run otherwise waits out the approval window on a request nothing can be ordered on.
-    fresh_quotes = approved and pending.quote_expired(time.time())
-    if fresh_quotes:
-        up_to, note = pending.unit_price, note or FRESH_QUOTES_NOTE
-    if approved:
-        up_to = pending.unit_price if up_to is None else up_to
+    if approved and up_to is not None:
+        if not math.isfinite(up_to) or up_to <= 0:
+            raise BadDecision(f"up to {up_to} is no unit price: approve a price above 0 (at least the asked one)")
         if up_to < pending.unit_price:
             raise BadDecision(
                 f"up to {up_to:.2f} is below the asked {pending.unit_price:.2f}: the agent would take it as a "
                 "rejection; reject instead, or approve at least the asked price"
             )
+    fresh_quotes = approved and pending.quote_expired(time.time())
+    if fresh_quotes:
+        if not pending.requote_left:
+            raise BadDecision(
+                f"{pending.po_number}'s quote expired, and {pending.run_id} has used its {MAX_APPROVAL_ROUNDS} "
+                "approval requests (or its rounds of quotes): it cannot get fresh quotes, so approving orders "
+                "nothing. Reject it to end the run now (the SKU starts another after its rest: "
+                "REPLENISHER_REST_AFTER_FAILURE_DAYS)"
+            )
+        up_to, note = pending.unit_price, note or FRESH_QUOTES_NOTE
+    if approved:
+        up_to = pending.unit_price if up_to is None else up_to
     else:
         up_to = None
     decision = ApprovalDecision(

@@ -372,6 +372,13 @@ def decision_form(p: PendingApproval, now: float, settings: InboxSettings | None
         f"<input type=text id='note-{ident}' name=note placeholder='optional' maxlength=500>"
     )
     reject = f"<button class=reject name=decision value=reject formnovalidate aria-label='Reject {po}'>Reject</button>"
+    if p.quote_expired(now) and not p.requote_left:
+        return (
+            f"<form class=decide method=post action='/approvals'>{hidden}"
+            f"<p class=warn>The quote expired at {escape(clock(p.quote_valid_until))}, on the run's last approval "
+            "round: nothing can be ordered on it, and the run cannot ask the suppliers again. "
+            f"<b>Reject</b> ends this replenishment now.</p>{note}{reject}</form>"
+        )
     if p.quote_expired(now):
         fresh = (
             f"<input type=hidden name=up_to value='{p.unit_price:.2f}'>"
