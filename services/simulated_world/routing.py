@@ -54,7 +54,8 @@ class Request:
         if not self.body:
             raise BadRequest("a JSON body is required")
         try:
-            return model.model_validate_json(self.body)
+            # Strict: `"auto_approve": "yes"` or `"on_hand": "40"` is a typo to refuse, not a value to guess.
+            return model.model_validate_json(self.body, strict=True)
         except ValidationError as exc:
             raise BadRequest(describe_validation_error(exc)) from exc
 

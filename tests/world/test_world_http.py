@@ -361,6 +361,16 @@ async def test_bad_input_is_refused_with_a_reason_and_changes_nothing(
         ("POST", f"/suppliers/{names.supplier}/quotes", {"sku": names.sku, "quantity": 1, "discount": 50}),
         ("PUT", f"/faults/suppliers/{names.supplier}", {"down_calls": -3}),
         ("PUT", "/manager/policy", {"auto_approve": True, "over_budget": "shrug"}),
+        # Strict types: a typo is refused, never read as a value (these were accepted: "yes" approved).
+        ("PUT", "/manager/policy", {"auto_approve": "yes"}),
+        ("PUT", "/manager/policy", {"auto_approve": 0}),
+        ("PUT", "/manager/policy", {"max_unit_price": "120"}),
+        (
+            "PUT",
+            f"/admin/items/{names.sku}",
+            {"on_hand": "40", "safety_stock": 1, "target_stock": 5, "suppliers": [names.supplier]},
+        ),
+        ("POST", f"/suppliers/{names.supplier}/quotes", {"sku": names.sku, "quantity": "5"}),
         ("GET", "/manager/approval-requests?status=maybe", None),
     ]
     for method, path, body in cases:
