@@ -72,7 +72,9 @@ def test_a_request_card_has_what_the_decision_needs() -> None:
     assert "on hand <b>12</b> · safety 40 · target 112" in html
     assert "<tr class=chosen><td>acme</td><td class=num>4.10</td><td class=num>3 d</td>" in html
     chosen = next(q for q in pending().quotes if q.supplier == "acme")
-    assert f"<td class=num>{clock(chosen.valid_until)[:16]} UTC</td>" in html, "valid until: with its year and zone"
+    day, hour = clock(chosen.valid_until)[:16].split(" ")
+    valid = f"<td class='num when'><span>{day}</span> <span>{hour} UTC</span></td>"
+    assert valid in html, "valid until: with its year and zone, wrapping between the date and the time"
     assert "<td>bolt</td><td class=num>4.60</td><td class=num>1 d</td>" in html
     assert "Earlier on SKU-9" in html and "rejected" in html and "at 3.90" in html and "by Dana" in html
     assert "<label for='up-PO-SKU-9-2-1'>approve up to (EUR per unit)</label>" in html

@@ -174,6 +174,10 @@ async def test_the_skus_and_spend_pages_do_not_cost_an_invocation_per_sku(
         assert await reads() > before, "the control: a SKU's own page reads its agent through ingress"
         bad = await http.get("/skus", params={"colour": "red"})
         assert bad.status_code == 400 and "unknown parameter &#x27;colour&#x27;" in bad.text
+        bad = await http.get("/inbox", params={"x": "1"})
+        assert bad.status_code == 400 and "unknown parameter &#x27;x&#x27;" in bad.text
+        bad = await http.get("/skus", params={"q": "SKU-10'"})
+        assert bad.status_code == 400 and "A-Za-z0-9" in bad.text, "the pattern as it is, not lower-cased"
 
 
 async def test_the_kept_erp_masters_are_read_again_for_a_sku_or_supplier_they_lack(

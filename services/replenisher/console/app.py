@@ -242,6 +242,8 @@ class Console:
         )
 
     async def inbox(self, request: Request, flash: tuple[str, str] | None = None, status: int = 200) -> Response:
+        if request.scope["method"] == "GET" and request.query:  # before any read: a bad query costs nothing
+            raise OperatorError(f"bad query: unknown parameter {next(iter(request.query))!r} (the inbox takes none)")
         pending = await pending_approvals(self.client, self.inbox_api)
         return Response(pages.inbox(pending, time.time(), flash, await self.inbox_settings(pending)), status)
 

@@ -162,6 +162,11 @@ class SkuQuery(BaseModel):
 Q = TypeVar("Q", bound=BaseModel)
 
 
+def _sentence(message: str) -> str:
+    """Pydantic's message inside ours: its first letter small, the rest (a pattern, a value) as it is."""
+    return message[:1].lower() + message[1:]
+
+
 def parsed(model: type[Q], params: dict[str, str]) -> Q:
     try:
         return model.model_validate(params)
@@ -173,9 +178,9 @@ def parsed(model: type[Q], params: dict[str, str]) -> Q:
                 allowed = ", ".join(model.model_fields)
                 reasons.append(f"unknown parameter {where!r} (known: {allowed})")
             elif err["type"] == "literal_error":
-                reasons.append(f"{where}={params.get(where, '')!r}: {err['msg'].lower()}")
+                reasons.append(f"{where}={params.get(where, '')!r}: {_sentence(err['msg'])}")
             else:
-                reasons.append(f"{where}={str(params.get(where, ''))[:80]!r}: {err['msg'].lower()}")
+                reasons.append(f"{where}={str(params.get(where, ''))[:80]!r}: {_sentence(err['msg'])}")
         raise OperatorError("bad query: " + "; ".join(reasons)) from None
 
 

@@ -53,6 +53,8 @@ table.list th, table.list td { text-align: left; padding: 8px 10px; border-botto
 table.list td { vertical-align: top; }
 table.list th { font-size: 12px; text-transform: uppercase; color: #374151; background: #f3f4f6; }
 td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num.when { white-space: normal; }
+td.when span { white-space: nowrap; }
 td.id { white-space: nowrap; }
 .scroll { overflow-x: auto; }
 .muted { color: #4b5563; font-size: 13px; }
@@ -228,8 +230,9 @@ def inbox(
     body = (
         "<div id=inbox-live data-fragment='/inbox/fragment' aria-live=polite>"
         + inbox_fragment(pending, now, settings)
-        + "</div><p class=muted>Approving resolves the run's durable promise through Restate's ingress: the run "
-        "continues at once. Without a decision by the deadline the run cancels the PO (it fails closed).</p>"
+        + "</div><p class=muted>A decision resolves the run's durable promise: the run continues at once. "
+        "Undecided at its deadline, a request goes to the backup approver if one is set and has not had it; "
+        "else the run cancels the PO (fails closed).</p>"
         + "".join(f"<p class=muted id=fast-time>{escape(n)}</p>" for n in fast_time[:1])
         + INBOX_SCRIPT
     )
@@ -301,7 +304,7 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
         f"<tr{' class=chosen' if q.quote_id == p.quote_id else ''}>"
         f"<td>{escape(settings.catalogue.supplier(q.supplier))}</td>"
         f"<td class=num>{q.unit_price:.2f}</td><td class=num>{q.lead_days:g} d</td>"
-        f"<td class=num>{escape(clock(q.valid_until)[:16])} UTC</td></tr>"
+        f"<td class='num when'>{valid_until_cell(q.valid_until)}</td></tr>"
         for q in p.quotes
     )
     quote_table = (
@@ -324,6 +327,12 @@ def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str
         f"<article class=req data-po='{po}' data-sku='{escape(p.sku)}'>{head}"
         f"<div class=facts>{terms}{stock}{quote_table}{earlier}</div>{decision_form(p, now, settings)}</article>"
     )
+
+
+def valid_until_cell(t: float) -> str:
+    """A date and a time that wrap between them in a narrow column, never inside either."""
+    day, time_of_day = clock(t)[:16].split(" ")
+    return f"<span>{escape(day)}</span> <span>{escape(time_of_day)} UTC</span>"
 
 
 def quote_countdown(p: PendingApproval, now: float) -> str:
