@@ -257,7 +257,8 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
         stats = record.stats
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_outcome.items())) or "none yet"
         watch = f"checked every {record.watch.interval_days:g} days" if record.watch.watching else "not watched"
-        lines = [f"{record.sku}: {watch} · {record.runs_started} runs started · outcomes: {outcomes}"]
+        runs = f"{record.runs_started} run{'' if record.runs_started == 1 else 's'} started"
+        lines = [f"{record.sku}: {watch} · {runs} · outcomes: {outcomes}"]
         lines += paused_lines(paused, paused_note)
         if record.hold_until and record.hold_until > time.time():
             lines.append(f"resting until {clock(record.hold_until)} after a run that ended without goods")
@@ -299,7 +300,7 @@ def memory_lines(record: SkuRecord) -> list[str]:
     brief = record.memory.brief()
     if brief.runs == 0 and not brief.suppliers:
         return ["remembers: nothing yet (no run has finished)"]
-    lines = [f"remembers ({brief.runs} finished runs):"]
+    lines = [f"remembers ({brief.runs} finished run{'' if brief.runs == 1 else 's'}):"]
     for s in brief.suppliers:
         judged = f"reliability {s.reliability:.2f}" if s.reliability is not None else "reliability not judged yet"
         price = f", last price {s.last_price:.2f}" if s.last_price is not None else ""
@@ -448,7 +449,7 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
             else:
                 doing = "-"
             last = r.last_outcome
-            last_text = f"{last.outcome} ({last.run_id.rsplit('-', 1)[-1]}): {last.detail}" if last else "-"
+            last_text = f"run {last.run_id.rsplit('-', 1)[-1]} {last.outcome}: {last.detail}" if last else "-"
             out.append(
                 (
                     r.sku,

@@ -81,11 +81,16 @@ async def test_status_shows_the_token_and_approving_carries_the_run_to_its_goods
 
     async def remembered() -> str | None:
         shown = (await cli("status", scenario.sku)).out
-        return shown if "remembers (1 finished runs):" in shown else None
+        return shown if "remembers (1 finished run):" in shown else None
 
     memory = await eventually(remembered, timeout=30, what="status to show what the finished run taught the SKU")
     assert f"  {scenario.supplier}: reliability " in memory and " of 1 orders on time" in memory, memory
     assert "last price 4.00" in memory, memory
+
+    assert f"{scenario.sku}: not watched · 1 run started · outcomes: received 1" in memory, memory
+    skus = await cli("skus")
+    row = next(line for line in skus.out.splitlines() if line.startswith(scenario.sku))
+    assert "run 1 received: " in row, skus  # the run's number, not read as a count
 
     again = await cli("approve", scenario.sku, "--up-to", "4.20")
     assert again.code == 1 and "no replenishment running" in again.err, again
