@@ -192,3 +192,30 @@ def test_a_run_id_names_its_sku_and_number_and_nothing_else_parses() -> None:
     ]
     for text in not_ids:
         assert parse_run_id(text) is None, text
+
+
+def test_a_flood_of_kept_messages_evicts_the_flooders_own_not_the_warehouses_goods() -> None:
+    """Found by probing the inbound endpoint: 100 signed replies from a supplier that does not
+    even supply the SKU pushed the warehouse's kept goods message out of the record."""
+    record = SkuRecord(sku="SKU-1")
+
+    def kept(party: str, event: str, text: str) -> KeptMessage:
+        payload = {"po_number": "PO-SKU-1-9-9", "text": text}
+        return KeptMessage(
+            event=event, payload=payload, at=T0, reason="no active replenishment", sender=Sender(party=party)
+        )
+
+    record.keep(kept("supplier:cogs", "supplier-reply", "shipped"))
+    record.keep(kept("warehouse", "goods", "GR-1"))
+    record.keep(kept("supplier:cogs", "supplier-reply", "invoice"))
+    for i in range(KEPT_MESSAGES + 50):
+        record.keep(kept("supplier:acme", "supplier-reply", f"junk {i}"))
+    assert len(record.kept) == KEPT_MESSAGES and record.kept_overflow == 53
+    parties = [m.sender.party for m in record.kept if m.sender is not None]
+    assert parties[:3] == ["supplier:cogs", "warehouse", "supplier:cogs"], "the others' messages stay"
+    assert [m.payload["text"] for m in record.kept[3:5]] == ["junk 53", "junk 54"], "the flood's oldest went"
+    # With one sender only, the oldest goes first, as before.
+    single = SkuRecord(sku="SKU-1")
+    for i in range(KEPT_MESSAGES + 1):
+        single.keep(kept("warehouse", "goods", f"GR-{i}"))
+    assert single.kept[0].payload["text"] == "GR-1" and single.kept_overflow == 1

@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 
 from e2e.scenario import Scenario, ok
-from replenisher.domain.sku import ROUTED_PER_SENDER
+from replenisher.domain.sku import KEPT_MESSAGES, ROUTED_PER_SENDER
 from replenisher.inbound.signing import load_secrets, secret_for, signed_headers
 from replenisher.stack.processes import HypercornApp
 from support import eventually
@@ -217,3 +217,29 @@ async def test_one_suppliers_flood_cannot_keep_the_managers_approval_from_the_ru
     assert len(status["active"]["routed"]) == ROUTED_PER_SENDER
     assert status["kept_overflow"] + len(status["kept"]) == flood - ROUTED_PER_SENDER
     assert f"too many messages from {supplier.party}" in status["kept"][-1]["reason"]
+
+
+async def test_a_suppliers_flood_of_kept_messages_cannot_push_out_the_warehouses_goods(
+    scenario: Scenario, door: httpx.AsyncClient, secrets: dict[str, str]
+) -> None:
+    """Found probing a running stack: the record's kept messages were capped over every sender,
+    so a supplier that does not even supply the SKU pushed the warehouse's goods message (kept:
+    no run was active) out with 100 signed replies. Judged from the SKU's record; the control is
+    that the flood itself is kept up to the cap."""
+    await scenario.setup(on_hand=50)  # above safety stock: no run, so every message is kept
+    assert (await scenario.check())["started"] is None
+    receipt = await scenario.book_goods("GR-KEPT", "PO-EARLIER-1", 5)
+    ok(await Party(door, secrets, "warehouse").send(scenario.sku, {"event": "goods", "payload": receipt}))
+    rival = Party(door, secrets, "supplier:acme-rival")
+    gate = asyncio.Semaphore(8)
+
+    async def junk(i: int) -> None:
+        payload = {"po_number": f"PO-JUNK-{i}", "supplier": "acme-rival", "text": f"junk {i}"}
+        async with gate:
+            ok(await rival.send(scenario.sku, {"event": "supplier-reply", "payload": payload}))
+
+    await asyncio.gather(*(junk(i) for i in range(KEPT_MESSAGES + 5)))
+    status = await scenario.status()
+    assert len(status["kept"]) == KEPT_MESSAGES and status["kept_overflow"] == 6
+    goods = [m for m in status["kept"] if m["event"] == "goods"]
+    assert [(m["sender"]["party"], m["payload"]["receipt_id"]) for m in goods] == [("warehouse", "GR-KEPT")]

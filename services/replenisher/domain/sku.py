@@ -8,6 +8,7 @@ plus rolling statistics, so the record stays small however many years it runs.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
@@ -57,6 +58,10 @@ class KeptMessage(BaseModel):
     reason: str
     run_id: str | None = None
     sender: Sender | None = None
+
+
+def _party(message: KeptMessage) -> str:
+    return message.sender.party if message.sender is not None else "operator"
 
 
 RUN_PREFIX = "replenish-"
@@ -329,9 +334,13 @@ class SkuRecord(BaseModel):
         if message.po_number is None:
             message = message.model_copy(update={"po_number": message.payload.get("po_number")})
         self.kept.append(message)
-        if len(self.kept) > KEPT_MESSAGES:
-            self.kept_overflow += len(self.kept) - KEPT_MESSAGES
-            self.kept = self.kept[-KEPT_MESSAGES:]
+        while len(self.kept) > KEPT_MESSAGES:
+            # The oldest message of the sender holding the most goes: one supplier's flood evicts
+            # its own messages, never the warehouse's goods or another party's replies.
+            held = Counter(_party(m) for m in self.kept)
+            most = max(held.values())
+            del self.kept[next(i for i, m in enumerate(self.kept) if held[_party(m)] == most)]
+            self.kept_overflow += 1
 
     @property
     def last_outcome(self) -> ReplenishmentResult | None:
