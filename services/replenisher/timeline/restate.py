@@ -18,7 +18,6 @@ import json
 import time
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
@@ -44,7 +43,6 @@ from replenisher.timeline.journal import (
 from replenisher.timeline.model import Decision, Invocation, Waiting
 
 _TIMEOUT = httpx.Timeout(30.0, connect=3.0)
-HEALTH_PROBE_SECONDS = 2.0  # how long the agents' deployment may take to answer its health check
 PATIENCE = 1.5  # seconds an ingress call may take before Restate is asked whether the service is down
 
 
@@ -340,9 +338,7 @@ class RestateClient:
         )
         refused = [r for r in rows if is_outage_text(r.get("last_failure_error_code"), r.get("last_failure"))]
         if not refused:
-            # Nothing in flight to tell (every run waits): ask the deployment itself.
-            silent = await self._deployment_silent()
-            return Health(service_down=True, error=silent) if silent else Health()
+            return Health()
         ids = ", ".join(literal(str(r["id"])) for r in refused)
         events = await self.sql(
             "SELECT id, after_journal_entry_index, appended_at, event_type, event_json FROM sys_journal_events "
@@ -370,25 +366,6 @@ class RestateClient:
             waiting_invocations=len(refused),
             next_attempt_at=min(nexts) if nexts else None,
         )
-
-    async def _deployment_silent(self) -> str | None:
-        """Why the deployment serving the agents does not answer its health check, or None.
-
-        Only for a deployment on this machine (a loopback address, as the local stack registers):
-        elsewhere Restate may reach what this machine cannot, and a failed look proves nothing.
-        """
-        rows = await self.sql(
-            "SELECT d.ty, d.endpoint FROM sys_service s JOIN sys_deployment d ON s.deployment_id = d.id "
-            "WHERE s.name = 'SkuAgent'"
-        )
-        endpoint = str(rows[0].get("endpoint") or "") if rows and rows[0].get("ty") == "http" else ""
-        if urlsplit(endpoint).hostname not in {"127.0.0.1", "localhost", "::1"}:
-            return None
-        try:
-            await self._client.get(endpoint.rstrip("/") + "/health", timeout=HEALTH_PROBE_SECONDS)
-        except httpx.TransportError as e:
-            return f"its deployment at {endpoint} does not answer ({type(e).__name__})"
-        return None
 
     async def paused(self, keys: list[str] | None = None) -> list[PausedCall]:
         """Paused invocations of the SkuAgent, Replenish and RunArchive objects with these keys
