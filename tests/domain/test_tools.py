@@ -13,7 +13,14 @@ from replenisher.domain.tools.base import NoArgs
 from replenisher.domain.tools.goods import ClosePurchaseOrder, CloseResult, WaitForGoods
 from replenisher.domain.tools.limits import MAX_CHASES, MAX_STATUS_CHECKS
 from replenisher.domain.tools.ordering import CheckOrderStatus, OrderStatusResult, PlaceOrder, PlaceOrderResult
-from replenisher.domain.tools.quoting import DraftArgs, DraftPurchaseOrder, DraftResult, GetQuotes, QuotesResult
+from replenisher.domain.tools.quoting import (
+    DraftArgs,
+    DraftPurchaseOrder,
+    DraftResult,
+    GetQuotes,
+    QuotesResult,
+    rounds_left_to_requote,
+)
 from replenisher.domain.tools.supplier import (
     ChaseResult,
     ChaseSupplier,
@@ -278,9 +285,11 @@ def test_no_po_is_drafted_once_the_manager_cannot_be_asked_again() -> None:
 
     state = new_state()
     GetQuotes().apply(state, NO, QuotesResult(quotes=[quote("acme", 4.0), quote("bolt", 5.0)]))
+    assert rounds_left_to_requote(state)
     state.approval_rounds = MAX_APPROVAL_ROUNDS
     assert "draft_purchase_order" not in allowed(state)
     assert allowed(state) == {"done"}
+    assert not rounds_left_to_requote(state), "what the inbox reads to offer fresh quotes"
 
 
 def test_a_placed_order_can_be_cancelled_only_once_the_supplier_has_failed() -> None:

@@ -23,7 +23,8 @@ from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.documents import ApprovalDecision, ApprovalRequest, Quote
 from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
-from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS, MAX_QUOTE_ROUNDS
+from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS
+from replenisher.domain.tools.quoting import rounds_left_to_requote
 from replenisher.timeline.format import clock
 from replenisher.timeline.model import decision_from_approval
 from replenisher.timeline.restate import (
@@ -208,7 +209,7 @@ def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
         safety_stock=state.safety_stock,
         target_stock=state.target_stock,
         quotes=sorted(state.quotes, key=lambda q: q.unit_price),
-        requote_left=state.approval_rounds < MAX_APPROVAL_ROUNDS and state.quote_rounds < MAX_QUOTE_ROUNDS,
+        requote_left=rounds_left_to_requote(state),
     )
 
 

@@ -62,7 +62,10 @@ def stale_draft(state: State) -> bool:
     return state.approval is None and drafted_quote_expired(state)
 
 
-# Neither quotes nor a PO are worth having once the manager can no longer be asked.
+def rounds_left_to_requote(state: State) -> bool:
+    """The run may still get fresh quotes and put them to the manager: it has a round of quotes
+    and an approval request left. Neither is worth having once the manager can no longer be asked."""
+    return state.quote_rounds < MAX_QUOTE_ROUNDS and state.approval_rounds < MAX_APPROVAL_ROUNDS
 
 
 class GetQuotes(Call[NoArgs, QuotesResult]):
@@ -75,12 +78,7 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
     Result = QuotesResult
 
     def allowed(self, state: State) -> bool:
-        return (
-            open_for_buying(state)
-            and (state.po is None or stale_draft(state))
-            and state.quote_rounds < MAX_QUOTE_ROUNDS
-            and state.approval_rounds < MAX_APPROVAL_ROUNDS
-        )
+        return open_for_buying(state) and (state.po is None or stale_draft(state)) and rounds_left_to_requote(state)
 
     async def execute(self, state: State, args: NoArgs, world: World) -> QuotesResult:
         async def ask(supplier: str) -> QuoteOffer | tuple[str, Rejected]:
