@@ -14,12 +14,12 @@ from replenisher.console.catalogue import Catalogue, ItemStock
 from replenisher.console.inbox import PendingApproval
 from replenisher.console.overview import SkuQuery, SkuRow
 from replenisher.console.spend import Period, Spend
-from replenisher.domain.sku import SkuRecord, run_id_of
+from replenisher.domain.sku import SkuRecord, run_id_of, split_run_id
 from replenisher.timeline.format import clock, duration, fast_time_note, until
 from replenisher.timeline.html import STYLE as TIMELINE_STYLE
 from replenisher.timeline.html import render_fragment
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import Health, PausedCall, sku_and_number_of
+from replenisher.timeline.restate import Health, PausedCall
 
 SERVICE_DOWN: ContextVar[Health | None] = ContextVar("service_down", default=None)
 
@@ -751,7 +751,7 @@ def settled(timeline: Timeline) -> bool:
 
 
 def run_href(run_id: str) -> str:
-    sku, number = sku_and_number_of(run_id)
+    sku, number = split_run_id(run_id)
     return f"/skus/{escape(sku)}/runs/{escape(number)}"
 
 

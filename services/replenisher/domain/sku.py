@@ -72,11 +72,17 @@ def run_id_of(sku: str, number: int) -> str:
     return f"{RUN_PREFIX}{sku}-{number}"
 
 
+def split_run_id(run_id: str) -> tuple[str, str]:
+    """`run_id_of` undone, unchecked, for ids Restate holds: (SKU, number). A SKU may hold
+    dashes; the number is the part after the last one."""
+    sku, _, number = run_id.removeprefix(RUN_PREFIX).rpartition("-")
+    return sku, number
+
+
 def parse_run_id(run_id: str) -> tuple[str, int] | None:
-    """`run_id_of` undone: (SKU, number), or None for text no run was ever named.
-    A SKU may hold dashes; the number is the part after the last one."""
-    sku, dash, number = run_id.removeprefix(RUN_PREFIX).rpartition("-")
-    if not run_id.startswith(RUN_PREFIX) or not dash or not is_sku_id(sku):
+    """`run_id_of` undone and checked: (SKU, number), or None for text no run was ever named."""
+    sku, number = split_run_id(run_id)
+    if not run_id.startswith(RUN_PREFIX) or not is_sku_id(sku):
         return None
     if not (number.isascii() and number.isdigit()) or number.startswith("0") or len(number) > 12:
         return None

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from replenisher.domain.documents import SKU_ID
 from replenisher.domain.security import without_secrets
-from replenisher.domain.sku import RUN_PREFIX, SkuRecord
+from replenisher.domain.sku import SkuRecord, split_run_id
 from replenisher.domain.state import State
 from replenisher.loop import names
 from replenisher.timeline.build import is_outage_text
@@ -132,7 +132,7 @@ class PausedCall(BaseModel):
     def sku(self) -> str:
         """The SKU it belongs to: the agent's key, or the SKU in a run's id (replenish-SKU-N)."""
         key = self.target.split("/", 2)[1]
-        return key if self.on_agent else sku_and_number_of(key)[0]
+        return key if self.on_agent else split_run_id(key)[0]
 
     def when_and_why(self) -> str:
         """` at <time> after <code> <error>`, as far as Restate knows them."""
@@ -200,12 +200,6 @@ def valid_sku(sku: str) -> str:
 
 def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-def sku_and_number_of(run_id: str) -> tuple[str, str]:
-    """`run_id_of` undone: the SKU and the run's number (a SKU may hold dashes, the number not)."""
-    sku, number = run_id.removeprefix(RUN_PREFIX).rsplit("-", 1)
-    return sku, number
 
 
 class RestateClient:
