@@ -226,14 +226,14 @@ def inbox(
     flash: tuple[str, str] | None = None,
     settings: InboxSettings | None = None,
 ) -> str:
-    fast_time = [n for p in pending if (n := fast_time_note(p.calendar))]
+    fast_time = next((n for p in pending if (n := fast_time_note(p.calendar))), "")
     body = (
         "<div id=inbox-live data-fragment='/inbox/fragment' aria-live=polite>"
         + inbox_fragment(pending, now, settings)
         + "</div><p class=muted>A decision resolves the run's durable promise: the run continues at once. "
         "Undecided at its deadline, a request goes to the backup approver if one is set and has not had it; "
         "else the run cancels the PO (fails closed).</p>"
-        + "".join(f"<p class=muted id=fast-time>{escape(n)}</p>" for n in fast_time[:1])
+        + (f"<p class=muted id=fast-time>{escape(fast_time)}</p>" if fast_time else "")
         + INBOX_SCRIPT
     )
     return page("Approval inbox", body, "inbox", flash)
