@@ -47,15 +47,20 @@ async def post(
     timestamp: str | None = None,
     extra: list[tuple[bytes, bytes]] | None = None,
     party: str = "supplier:acme",
+    key: str | None = None,
+    signed_key: str | None = None,
+    version: str = "v2",
 ) -> tuple[int, dict[str, Any]]:
+    """Posts `body` signed; `key` is the idempotency-key header, `signed_key` the key signed (`key`)."""
     ts = timestamp if timestamp is not None else str(int(time.time()))
     secret = secret_for(secrets, party)
     assert secret is not None
-    sig = signature(secret, ts, party, raw_path.decode("latin-1"), body)
+    sig = signature(secret, ts, party, raw_path.decode("latin-1"), body, signed_key or key, version)
     headers = [
         (b"x-replenisher-party", party.encode()),
         (b"x-replenisher-timestamp", ts.encode("latin-1")),
         (b"x-replenisher-signature", sig.encode()),
+        *([(b"idempotency-key", key.encode())] if key is not None else []),
         *(extra or []),
     ]
     from urllib.parse import unquote
@@ -100,6 +105,33 @@ async def test_an_idempotency_key_that_is_not_printable_ascii_is_a_400(endpoint:
     extra = [(b"idempotency-key", b"k\xe9y")]
     status, body = await post(app, secrets, b"/messages/SKU-101", json.dumps(REPLY).encode(), extra=extra)
     assert status == 400 and "idempotency-key" in body["error"] and not forwarded
+
+
+async def test_the_forward_is_keyed_by_the_signed_key_or_else_by_the_signature(endpoint: Any) -> None:
+    app, secrets, forwarded = endpoint
+    raw = json.dumps(REPLY).encode()
+    assert (await post(app, secrets, b"/messages/SKU-101", raw, key="reply-1"))[0] == 200
+    assert (await post(app, secrets, b"/messages/SKU-101", raw))[0] == 200
+    assert (await post(app, secrets, b"/messages/SKU-101", raw, version="v1"))[0] == 200
+    first, unkeyed, old = (r.headers["idempotency-key"] for r in forwarded)
+    assert first == "supplier:acme/reply-1"
+    assert unkeyed.startswith("supplier:acme/v2=") and len(unkeyed) == len("supplier:acme/v2=") + 64
+    assert old.startswith("supplier:acme/v1=") and len(old) == len("supplier:acme/v1=") + 64
+
+
+async def test_a_key_the_signature_does_not_cover_is_a_401_and_nothing_is_forwarded(endpoint: Any) -> None:
+    """Found probing a running stack: v1 signed no key, so a captured request sent again with a
+    new key, after the endpoint restarted or at another replica, was delivered twice."""
+    app, secrets, forwarded = endpoint
+    raw = json.dumps(REPLY).encode()
+    status, body = await post(app, secrets, b"/messages/SKU-101", raw, key="reply-2", signed_key="reply-1")
+    assert status == 401 and "bad signature" in body["error"] and not forwarded
+    status, body = await post(app, secrets, b"/messages/SKU-101", raw, key=None, signed_key="reply-1")
+    assert status == 401 and "bad signature" in body["error"] and not forwarded
+    status, body = await post(app, secrets, b"/messages/SKU-101", raw, version="v1", extra=[(b"idempotency-key", b"k")])
+    assert status == 401 and "v1 signature does not cover idempotency-key" in body["error"] and not forwarded
+    # The control: the same request, its key signed, gets through.
+    assert (await post(app, secrets, b"/messages/SKU-101", raw, key="reply-2"))[0] == 200 and len(forwarded) == 1
 
 
 @pytest.mark.parametrize("number", [b"NaN", b"Infinity", b"-Infinity", b"1e400"])

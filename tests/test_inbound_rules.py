@@ -27,20 +27,40 @@ from replenisher.inbound.signing import (
 SECRET = "s" * 40
 
 
-def test_a_signature_covers_timestamp_party_path_and_body() -> None:
-    good = signature(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}")
-    assert good.startswith("v1=") and verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", good)
+def test_a_signature_covers_timestamp_party_path_key_and_body() -> None:
+    good = signature(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", "k-1")
+    assert good.startswith("v2=") and verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", good, "k-1")
     for changed in (
-        ("101", "warehouse", "/messages/SKU-1", b"{}"),
-        ("100", "manager", "/messages/SKU-1", b"{}"),
-        ("100", "warehouse", "/messages/SKU-2", b"{}"),
-        ("100", "warehouse", "/messages/SKU-1", b"{ }"),
+        ("101", "warehouse", "/messages/SKU-1", b"{}", "k-1"),
+        ("100", "manager", "/messages/SKU-1", b"{}", "k-1"),
+        ("100", "warehouse", "/messages/SKU-2", b"{}", "k-1"),
+        ("100", "warehouse", "/messages/SKU-1", b"{ }", "k-1"),
+        ("100", "warehouse", "/messages/SKU-1", b"{}", "k-2"),
+        ("100", "warehouse", "/messages/SKU-1", b"{}", None),
+        # The newline ends the key: a key cannot borrow the body's first bytes.
+        ("100", "warehouse", "/messages/SKU-1", b"1\n{}", "k-"),
     ):
-        assert not verify(SECRET, *changed, good)
-    assert not verify("t" * 40, "100", "warehouse", "/messages/SKU-1", b"{}", good)
-    assert not verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", "v1=é")
-    headers = signed_headers(SECRET, "manager", "/messages/X", b"b", now=1234.9)
+        assert not verify(SECRET, *changed[:4], good, changed[4])
+    assert not verify("t" * 40, "100", "warehouse", "/messages/SKU-1", b"{}", good, "k-1")
+    assert not verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", "v2=é", "k-1")
+    assert not verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", "v3=" + good[3:], "k-1")
+    unkeyed = signature(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}")
+    assert verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", unkeyed)
+    assert not verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", unkeyed, "k-1")
+    headers = signed_headers(SECRET, "manager", "/messages/X", b"b", now=1234.9, key="k-1")
     assert headers["x-replenisher-timestamp"] == "1234" and headers["x-replenisher-party"] == "manager"
+    assert headers["idempotency-key"] == "k-1"
+    assert "idempotency-key" not in signed_headers(SECRET, "manager", "/messages/X", b"b", now=1234.9)
+
+
+def test_a_v1_signature_still_verifies_but_never_for_a_request_with_a_key() -> None:
+    """v1 covers no key: whoever captured a v1 request could set any key and be delivered again."""
+    old = signature(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", version="v1")
+    assert old.startswith("v1=") and verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", old)
+    assert not verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{ }", old)
+    assert not verify(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", old, "any-key")
+    with pytest.raises(ValueError, match="v2"):
+        signature(SECRET, "100", "warehouse", "/messages/SKU-1", b"{}", "k-1", version="v1")
 
 
 def test_supplier_secrets_derive_from_the_master_and_one_cannot_sign_for_another() -> None:

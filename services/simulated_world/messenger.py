@@ -104,12 +104,8 @@ class InboundDoor:
         secret = secret_for(self.secrets, message.party)
         if secret is None:
             raise NoSecret(f"no secret for {message.party!r} in the party secrets")
-        headers = signed_headers(secret, message.party, path, body, now)
-        return (
-            self.base + path,
-            body,
-            {"content-type": "application/json", **headers, "idempotency-key": message.idempotency_key},
-        )
+        headers = signed_headers(secret, message.party, path, body, now, message.idempotency_key)
+        return self.base + path, body, {"content-type": "application/json", **headers}
 
 
 class NoSecret(Exception):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import shutil
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,8 +20,10 @@ import pytest_asyncio
 from e2e.scenario import Scenario, ok
 from replenisher.domain.sku import KEPT_MESSAGES, ROUTED_PER_SENDER
 from replenisher.inbound.signing import load_secrets, secret_for, signed_headers
+from replenisher.stack.local import INBOUND_APP
+from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
-from support import eventually
+from support import REPO_ROOT, eventually, inbound_env, serving
 
 pytestmark = pytest.mark.e2e
 
@@ -32,12 +37,13 @@ class Party:
         self.secret = secret_for(secrets, party) or ""
 
     async def send(
-        self, sku: str, body: bytes | dict[str, Any], *, at: float | None = None, **headers: str
+        self, sku: str, body: bytes | dict[str, Any], *, at: float | None = None, key: str | None = None
     ) -> httpx.Response:
+        """Signed with the idempotency `key` (when given) among what the signature covers."""
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         path = f"/messages/{sku}"
-        signed = signed_headers(self.secret, self.party, path, raw, time.time() if at is None else at)
-        return await self.http.post(path, content=raw, headers={**signed, **headers})
+        signed = signed_headers(self.secret, self.party, path, raw, time.time() if at is None else at, key)
+        return await self.http.post(path, content=raw, headers=signed)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -134,7 +140,7 @@ async def test_every_refusal_has_its_status_and_reason_and_changes_nothing(
     assert await scenario.status() == before, "no refused message reached the SKU"
 
     # Positive control, and a replay of it: the first is kept (no run is active), the second refused.
-    first = await supplier.send(sku, message, **{"idempotency-key": "reply-1"})
+    first = await supplier.send(sku, message, key="reply-1")
     assert first.status_code == 200, first.text
     kept = (await scenario.status())["kept"]
     assert [(m["event"], m["sender"]["party"]) for m in kept] == [("supplier-reply", supplier.party)]
@@ -143,12 +149,12 @@ async def test_every_refusal_has_its_status_and_reason_and_changes_nothing(
     assert len((await scenario.status())["kept"]) == 1
 
     # A key refused before the signature is checked spends no signature: the same signed request
-    # with a usable key gets through.
+    # without the unusable key gets through.
     again = json.dumps({**message, "payload": {**reply, "text": "Shipped, again."}}).encode()
     signed = signed_headers(supplier.secret, supplier.party, f"/messages/{sku}", again, time.time())
     headers = [*((k.encode(), v.encode()) for k, v in signed.items()), (b"idempotency-key", b"k\xe9y")]
     refused(await door.post(f"/messages/{sku}", content=again, headers=headers), 400, "idempotency-key")
-    retried = await door.post(f"/messages/{sku}", content=again, headers={**signed, "idempotency-key": "reply-2"})
+    retried = await door.post(f"/messages/{sku}", content=again, headers=signed)
     assert retried.status_code == 200, retried.text
     assert len((await scenario.status())["kept"]) == 2
 
@@ -243,3 +249,99 @@ async def test_a_suppliers_flood_of_kept_messages_cannot_push_out_the_warehouses
     assert len(status["kept"]) == KEPT_MESSAGES and status["kept_overflow"] == 6
     goods = [m for m in status["kept"] if m["event"] == "goods"]
     assert [(m["sender"]["party"], m["payload"]["receipt_id"]) for m in goods] == [("warehouse", "GR-KEPT")]
+
+
+async def test_a_captured_request_sent_to_another_replica_is_delivered_once_whatever_its_key(
+    scenario: Scenario,
+    door: httpx.AsyncClient,
+    secrets: dict[str, str],
+    restate_runtime: Any,
+    party_secrets: Path,
+    log_dir: Path,
+) -> None:
+    """Found probing a running stack: the signature covered no idempotency key, and the seen
+    signatures live in one endpoint's memory. The same signed bytes sent again with a new key,
+    after `restart inbound` (or to another replica), were kept twice. Now the key is signed, and
+    an unkeyed request is forwarded under its signature. Judged from the SKU's record, through a
+    second real endpoint; the control is that this endpoint delivers what is new."""
+    await scenario.setup(on_hand=50)  # above safety stock: no run, so every message is kept
+    assert (await scenario.check())["started"] is None
+    sku = scenario.sku
+    supplier = Party(door, secrets, f"supplier:{scenario.supplier}")
+
+    def reply(text: str) -> dict[str, Any]:
+        return {
+            "event": "supplier-reply",
+            "payload": {"po_number": "PO-1", "supplier": scenario.supplier, "text": text},
+        }
+
+    keyed = await supplier.send(sku, reply("Shipped."), key="reply-1")
+    unkeyed = await supplier.send(sku, reply("Shipped, tracking to follow."))
+    assert keyed.status_code == 200 and unkeyed.status_code == 200, (keyed.text, unkeyed.text)
+    assert len((await scenario.status())["kept"]) == 2
+
+    replica = HypercornApp(
+        INBOUND_APP,
+        free_port(),
+        inbound_env(restate_runtime.ingress_url, party_secrets),
+        name="inbound-replica",
+        log_path=log_dir / "inbound-replica.log",
+    )
+    with serving(replica):
+        async with httpx.AsyncClient(base_url=replica.url, timeout=30) as other:
+
+            async def resend(captured: httpx.Response, key: str | None) -> httpx.Response:
+                headers = {k: v for k, v in captured.request.headers.items() if k != "idempotency-key"}
+                if key is not None:
+                    headers["idempotency-key"] = key
+                return await other.post(captured.request.url.path, content=captured.request.content, headers=headers)
+
+            refused(await resend(keyed, "reply-1-again"), 401, "bad signature")
+            refused(await resend(keyed, None), 401, "bad signature")
+            refused(await resend(unkeyed, "fresh-key"), 401, "bad signature")
+            # Sent again as they were: this replica has not seen them, Restate has, by their key.
+            for captured, key in ((keyed, "reply-1"), (unkeyed, None)):
+                again = await resend(captured, key)
+                assert again.status_code == 200 and again.json() == captured.json(), again.text
+            assert [m["payload"]["text"] for m in (await scenario.status())["kept"]] == [
+                "Shipped.",
+                "Shipped, tracking to follow.",
+            ]
+            # The control: the replica delivers a new message, keyed or not.
+            fresh = Party(other, secrets, supplier.party)
+            ok(await fresh.send(sku, reply("Delivered."), key="reply-2"))
+            ok(await fresh.send(sku, reply("Delivered, signed for.")))
+            assert len((await scenario.status())["kept"]) == 4
+
+
+@pytest.mark.skipif(not (shutil.which("curl") and shutil.which("openssl")), reason="needs curl and openssl")
+async def test_the_readmes_way_to_send_as_a_party_works_as_written(
+    scenario: Scenario, inbound: HypercornApp, party_secrets: Path, tmp_path: Path
+) -> None:
+    """The README's ```sh block under "The inbound endpoint", run with bash, curl and openssl in a
+    directory holding the stack's secrets where the README says, against this session's endpoint.
+    Judged from the SKU's kept messages."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("### The inbound endpoint", 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"```sh\n(.*?)```", section, re.S)
+    await scenario.setup(on_hand=50)  # no run: what is delivered is kept
+    assert (await scenario.check())["started"] is None
+    script = (
+        block.replace("SKU-101", scenario.sku)
+        .replace("localhost:9090", inbound.url.removeprefix("http://"))
+        .replace("-m replenisher.inbound.send", f"-m replenisher.inbound.send --url {inbound.url}")
+        .replace(".venv/bin/python", sys.executable)
+    )
+    (tmp_path / ".stack").mkdir()
+    shutil.copy(party_secrets, tmp_path / ".stack" / "party-secrets.json")
+    done = await asyncio.create_subprocess_exec(
+        "bash", "-c", script, cwd=tmp_path, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    out = (await asyncio.wait_for(done.communicate(), 60))[0].decode()
+    assert done.returncode == 1, out  # the last command is the supplier's refused approval
+    assert out.count('"kept":true') == 2 and "403" in out and "may not send 'approval'" in out, out
+    kept = (await scenario.status())["kept"]
+    assert [(m["sender"]["party"], m["payload"]["text"]) for m in kept] == [
+        ("supplier:acme", "Shipped today."),
+        ("supplier:acme", "Shipped."),
+    ]

@@ -5,13 +5,14 @@
     POST /messages/{sku}   {"event": ..., "payload": {...}}
     x-replenisher-party: supplier:<id> | warehouse | manager
     x-replenisher-timestamp: <unix seconds>
-    x-replenisher-signature: v1=<hex HMAC-SHA256>   (see signing.py)
-    idempotency-key: optional, the sender's own
+    x-replenisher-signature: v2=<hex HMAC-SHA256>   (see signing.py)
+    idempotency-key: optional, the sender's own, covered by the signature
 
 Checks, in order, each refused with `{"error": reason}` and nothing forwarded: unknown
-path or method 404; body over 64 KiB 413; missing or unknown party, bad signature, or a
-timestamp outside the replay window 401; the same signature again 409; malformed JSON
-or fields 400; an event the party may not send, or a supplier writing as another, 403.
+path or method 404; body over 64 KiB 413; missing or unknown party, bad signature (a v1
+signature with an idempotency key among them), or a timestamp outside the replay window
+401; the same signature again 409; malformed JSON or fields 400; an event the party may
+not send, or a supplier writing as another, 403.
 A message that passes is forwarded to `SkuAgent/{sku}/deliver` on Restate's ingress with
 the authenticated sender stamped on it; the ingress's answer passes through (its 4xx
 too), and an ingress that cannot be reached is a 503.
@@ -37,6 +38,7 @@ from replenisher.domain.parties import refusal
 from replenisher.inbound.replay import SeenSignatures
 from replenisher.inbound.settings import MAX_BODY_BYTES, InboundSettings
 from replenisher.inbound.signing import (
+    IDEMPOTENCY_HEADER,
     PARTY_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
@@ -150,12 +152,12 @@ class InboundApp:
             raise Refused(404, f"no such endpoint: {method} {path[:200]} (messages go to POST /messages/<sku>)")
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         # Checked before the signature is spent: the same signed request with a usable key gets through.
-        key = headers.get("idempotency-key")
+        key = headers.get(IDEMPOTENCY_HEADER)
         if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
             raise Refused(400, "idempotency-key: 1 to 256 printable ASCII characters")
         body = await read_posted(headers, receive)
         raw_path = scope.get("raw_path") or path.encode()
-        sender, signature = self.authenticate(headers, raw_path.decode("latin-1"), body)
+        sender, signature = self.authenticate(headers, raw_path.decode("latin-1"), body, key)
         message = parse(body)
         refused = refusal(sender, message.event, message.payload)
         if refused is not None:
@@ -175,14 +177,18 @@ class InboundApp:
         log.info("%s %s for %s: %d", sender.party, message.event, sku[:64], reply.status)
         return reply
 
-    def authenticate(self, headers: dict[str, str], path: str, body: bytes) -> tuple[Sender, str]:
+    def authenticate(self, headers: dict[str, str], path: str, body: bytes, key: str | None) -> tuple[Sender, str]:
         party = headers.get(PARTY_HEADER, "")
         secret = secret_for(self.secrets, party)
         if secret is None:
             raise Refused(401, f"unknown or missing party in {PARTY_HEADER}")
         timestamp = headers.get(TIMESTAMP_HEADER, "")
         given = headers.get(SIGNATURE_HEADER, "")
-        if not TIMESTAMP.fullmatch(timestamp) or not verify(secret, timestamp, party, path, body, given):
+        if key is not None and given.startswith("v1="):
+            # Whoever captured the request could change a key the signature does not cover, and
+            # Restate would deliver the same message again under the new key.
+            raise Refused(401, f"a v1 signature does not cover {IDEMPOTENCY_HEADER}: sign v2, or send no key")
+        if not TIMESTAMP.fullmatch(timestamp) or not verify(secret, timestamp, party, path, body, given, key):
             raise Refused(401, f"bad signature for {party!r} (see {SIGNATURE_HEADER} in the README)")
         now = time.time()
         window = self.settings.replay_window_seconds

@@ -1,8 +1,8 @@
 """Signatures seen within the replay window: the same signed request twice is refused.
 
-In memory: after a restart a replay within the window would pass this check, but it is
-forwarded under the same idempotency key (derived from the signature or the sender's key),
-so Restate still delivers it once.
+In memory: after a restart, or at another replica, a replay within the window passes this
+check, but it is forwarded under the same idempotency key (the sender's key, which the
+signature covers, or else the signature itself), so Restate still delivers it once.
 """
 
 from __future__ import annotations

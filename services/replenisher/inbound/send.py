@@ -44,9 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     path = f"/messages/{quote(args.sku, safe='')}"
     body = json.dumps({"event": args.event, "payload": payload}).encode()
-    headers = {"content-type": "application/json", **signed_headers(secret, args.party, path, body, time.time())}
-    if args.idempotency_key:
-        headers["idempotency-key"] = args.idempotency_key
+    signed = signed_headers(secret, args.party, path, body, time.time(), args.idempotency_key or None)
+    headers = {"content-type": "application/json", **signed}
     try:
         response = httpx.post(args.url.rstrip("/") + path, content=body, headers=headers, timeout=30)
     except httpx.HTTPError as e:

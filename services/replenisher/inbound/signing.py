@@ -2,9 +2,16 @@
 
 Pure: the inbound endpoint verifies with it, and the simulated world (playing every outside
 party) signs with it. Each party has its own secret; a signature covers the timestamp, the
-party, the request path and the exact body bytes:
+party, the request path, the sender's idempotency key (empty when it sends none) and the
+exact body bytes:
 
-    x-replenisher-signature: v1=<hex HMAC-SHA256(secret, "v1:" + timestamp + ":" + party + ":" + path + ":" + body)>
+    x-replenisher-signature: v2=<hex HMAC-SHA256(secret,
+        "v2:" + timestamp + ":" + party + ":" + path + ":" + key + "\n" + body)>
+
+The key is printable ASCII, so the first newline ends it. The first version, `v1=` over
+`"v1:" + timestamp + ":" + party + ":" + path + ":" + body`, is still verified, but only
+for a request without an idempotency key: a key it does not cover could be changed by whoever
+captured the request, and Restate would take the replay for a new message.
 
 The secrets live in one JSON file (`{"supplier:cogs": "...", "warehouse": "...", "manager": "..."}`,
 mode 0600) that both sides are given. Suppliers come and go, so the file may instead hold a
@@ -30,7 +37,9 @@ from replenisher.domain.documents import Sender
 PARTY_HEADER = "x-replenisher-party"
 TIMESTAMP_HEADER = "x-replenisher-timestamp"
 SIGNATURE_HEADER = "x-replenisher-signature"
-VERSION = "v1"
+IDEMPOTENCY_HEADER = "idempotency-key"
+VERSION = "v2"
+VERSIONS = ("v1", "v2")
 MIN_SECRET_LENGTH = 32
 SUPPLIER_MASTER = "supplier:*"
 
@@ -39,23 +48,43 @@ class SecretsError(ValueError):
     """The party secrets file is missing, unreadable or holds something that is not a secret."""
 
 
-def signature(secret: str, timestamp: str, party: str, path: str, body: bytes) -> str:
-    signed = f"{VERSION}:{timestamp}:{party}:{path}:".encode() + body
-    return f"{VERSION}=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+def signature(
+    secret: str, timestamp: str, party: str, path: str, body: bytes, key: str | None = None, version: str = VERSION
+) -> str:
+    """`version=` and the HMAC; v1 covers no key, so it signs only a request without one."""
+    if version == "v1":
+        if key is not None:
+            raise ValueError("a v1 signature does not cover an idempotency key: sign v2")
+        signed = f"v1:{timestamp}:{party}:{path}:".encode() + body
+    elif version == "v2":
+        signed = f"v2:{timestamp}:{party}:{path}:{key or ''}\n".encode() + body
+    else:
+        raise ValueError(f"no signature version {version!r} (one of {', '.join(VERSIONS)})")
+    return f"{version}=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
 
 
-def verify(secret: str, timestamp: str, party: str, path: str, body: bytes, given: str) -> bool:
-    expected = signature(secret, timestamp, party, path, body)
+def verify(secret: str, timestamp: str, party: str, path: str, body: bytes, given: str, key: str | None = None) -> bool:
+    """Whether `given` signs this request; a v1 signature never signs one that carries a key."""
+    version = given.partition("=")[0]
+    if version not in VERSIONS or (version == "v1" and key is not None):
+        return False
+    expected = signature(secret, timestamp, party, path, body, key, version)
     return hmac.compare_digest(expected.encode(), given.encode("utf-8", "surrogatepass"))
 
 
-def signed_headers(secret: str, party: str, path: str, body: bytes, now: float) -> dict[str, str]:
+def signed_headers(
+    secret: str, party: str, path: str, body: bytes, now: float, key: str | None = None
+) -> dict[str, str]:
+    """The headers of a signed request, the idempotency key among them when there is one."""
     timestamp = str(int(now))
-    return {
+    headers = {
         PARTY_HEADER: party,
         TIMESTAMP_HEADER: timestamp,
-        SIGNATURE_HEADER: signature(secret, timestamp, party, path, body),
+        SIGNATURE_HEADER: signature(secret, timestamp, party, path, body, key),
     }
+    if key is not None:
+        headers[IDEMPOTENCY_HEADER] = key
+    return headers
 
 
 _SECRETS = TypeAdapter(dict[str, str])
