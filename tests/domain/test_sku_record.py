@@ -7,12 +7,15 @@ from tests.domain.factories import T0, stock
 from replenisher.domain.documents import Sender
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import (
+    KEPT_BYTES,
     KEPT_MESSAGES,
     RECENT_OUTCOMES,
+    ROUTED_BYTES_PER_SENDER,
     ROUTED_PER_SENDER,
     KeptMessage,
     SkuRecord,
     parse_run_id,
+    payload_bytes,
     run_id_of,
 )
 
@@ -219,3 +222,49 @@ def test_a_flood_of_kept_messages_evicts_the_flooders_own_not_the_warehouses_goo
     for i in range(KEPT_MESSAGES + 1):
         single.keep(kept("warehouse", "goods", f"GR-{i}"))
     assert single.kept[0].payload["text"] == "GR-1" and single.kept_overflow == 1
+
+
+def test_one_senders_big_messages_are_bounded_in_bytes_routed_and_kept() -> None:
+    """Found probing a running stack: 100 replies of 64 KiB routed and 100 kept grew the record
+    to 13 MB, which Restate reads and writes whole on each of the SKU's handlers."""
+    record = SkuRecord(sku="SKU-1")
+    record.consider(stock(), T0)
+    evil = Sender(party="supplier:evil")
+    big = "x" * 60_000
+    for i in range(ROUTED_PER_SENDER):
+        record.route("supplier-reply", {"po_number": f"PO-JUNK-{i}", "text": big}, T0, evil)
+    assert record.active is not None
+    routed = [m for m in record.active.routed if m.sender == evil]
+    assert 0 < len(routed) < ROUTED_PER_SENDER
+    assert sum(payload_bytes(m.payload) for m in routed) <= ROUTED_BYTES_PER_SENDER
+    assert "over 256 KiB" in record.kept[0].reason and "supplier:evil" in record.kept[0].reason
+    # Others still reach the run, and small messages of the same sender still fit under the count.
+    approval = record.route("approval", {"po_number": "PO-1"}, T0, Sender(party="manager"))
+    assert approval is not None and approval.seq == 0
+    assert sum(payload_bytes(m.payload) for m in record.kept) <= KEPT_BYTES
+    assert record.kept_overflow > 0 and len(record.kept) < KEPT_MESSAGES, "bytes, not the count, evicted"
+    size = len(record.model_dump_json())
+    assert size < ROUTED_BYTES_PER_SENDER + KEPT_BYTES + 50_000, size
+
+
+def test_past_the_kept_bytes_the_biggest_senders_oldest_goes_not_the_warehouses_goods() -> None:
+    record = SkuRecord(sku="SKU-1")
+
+    def kept(party: str, text: str) -> KeptMessage:
+        return KeptMessage(
+            event="goods" if party == "warehouse" else "supplier-reply",
+            payload={"po_number": "PO-SKU-1-9-9", "text": text},
+            at=T0,
+            reason="no active replenishment",
+            sender=Sender(party=party),
+        )
+
+    record.keep(kept("warehouse", "GR-1"))
+    record.keep(kept("supplier:cogs", "a short reply"))
+    for i in range(20):
+        record.keep(kept("supplier:acme", f"{i} " + "x" * 60_000))
+    assert sum(payload_bytes(m.payload) for m in record.kept) <= KEPT_BYTES
+    assert [m.payload["text"] for m in record.kept[:2]] == ["GR-1", "a short reply"]
+    texts = [m.payload["text"].split()[0] for m in record.kept[2:]]
+    assert texts == [str(i) for i in range(20 - len(texts), 20)], "the flood's oldest went first"
+    assert record.kept_overflow == 20 - len(texts) > 0

@@ -18,8 +18,9 @@ import pytest
 import pytest_asyncio
 
 from e2e.scenario import Scenario, ok
-from replenisher.domain.sku import KEPT_MESSAGES, ROUTED_PER_SENDER
+from replenisher.domain.sku import KEPT_BYTES, KEPT_MESSAGES, ROUTED_BYTES_PER_SENDER, ROUTED_PER_SENDER
 from replenisher.inbound.signing import load_secrets, secret_for, signed_headers
+from replenisher.stack.admin import Admin
 from replenisher.stack.local import INBOUND_APP
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
@@ -345,3 +346,42 @@ async def test_the_readmes_way_to_send_as_a_party_works_as_written(
         ("supplier:acme", "Shipped today."),
         ("supplier:acme", "Shipped."),
     ]
+
+
+async def test_one_suppliers_big_replies_cannot_grow_the_skus_record_past_its_byte_budget(
+    scenario: Scenario, door: httpx.AsyncClient, secrets: dict[str, str], admin: Admin
+) -> None:
+    """Found probing a running stack: replies of 20,000 characters, 100 routed and 100 kept, grew
+    the SKU's record to 13 MB; Restate read and wrote it whole on every message. Judged from the
+    record Restate stores (its state table), and from the world's orders: the manager's approval
+    still reaches the run. The code before keeps 40 such replies whole, 2.4 MB."""
+    await scenario.setup(lead_days=300)
+    await scenario.fault(quiet=True)  # no supplier reply of the world's own
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    supplier = Party(door, secrets, f"supplier:{scenario.supplier}")
+    flood = 40
+    gate = asyncio.Semaphore(4)
+
+    async def big(i: int) -> None:
+        payload = {"po_number": f"PO-BIG-{i}", "supplier": scenario.supplier, "text": f"{i} " + "€" * 19_990}
+        raw = json.dumps({"event": "supplier-reply", "payload": payload}, ensure_ascii=False).encode()
+        async with gate:
+            ok(await supplier.send(scenario.sku, raw))
+
+    await asyncio.gather(*(big(i) for i in range(flood)))
+    rows = await admin.asql(
+        f"SELECT value_utf8 FROM state WHERE service_name = 'SkuAgent' AND service_key = '{scenario.sku}'"
+    )
+    stored = sum(len(r["value_utf8"].encode()) for r in rows)
+    assert stored < ROUTED_BYTES_PER_SENDER + KEPT_BYTES + 64_000, stored
+    status = await scenario.status()
+    routed = [m for m in status["active"]["routed"] if m["event"] == "supplier-reply"]
+    assert 0 < len(routed) and len(status["kept"]) > 0, "the flood was routed up to its budget and kept"
+    assert len(routed) + len(status["kept"]) + status["kept_overflow"] == flood, "every message accounted for"
+    assert "over 256 KiB" in status["kept"][-1]["reason"]
+
+    await scenario.decide(request["po_number"], approved=True)  # the manager, through the door
+    orders = await eventually(scenario.orders, timeout=30, what="the approved order to be placed")
+    assert [o["po_number"] for o in orders] == [request["po_number"]]
+    assert (await scenario.run_view(run_id))["state"]["approval"]["channel"] == "manager"

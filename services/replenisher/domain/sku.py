@@ -8,6 +8,7 @@ plus rolling statistics, so the record stays small however many years it runs.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -29,6 +30,12 @@ ROUTED_PER_SENDER = 100
 """Messages one sender may route to one run; past it its messages are kept instead. Per sender,
 not per run: a cap shared by all let one supplier's junk push the manager's approval and the
 warehouse's goods off the run (kept, never read), so the run waited out its deadline."""
+ROUTED_BYTES_PER_SENDER = 256 * 1024
+"""And the bytes of payload one sender may route to one run. A count alone let one supplier's
+key grow the record to 13 MB (100 replies of 64 KiB routed, 100 kept), and Restate then read
+and wrote all of it on every message: each of the SKU's handlers slowed to over a second."""
+KEPT_BYTES = 512 * 1024
+"""The bytes of payload the kept messages may hold together, besides their count."""
 RECONCILE_BACKOFF_STEPS = 4
 """Reconciliation of an order that may exist backs off to at most 2**4 re-check intervals, never stops."""
 
@@ -58,6 +65,11 @@ class KeptMessage(BaseModel):
     reason: str
     run_id: str | None = None
     sender: Sender | None = None
+
+
+def payload_bytes(payload: dict[str, Any]) -> int:
+    """What a payload weighs in the record: its compact JSON."""
+    return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def _party(message: KeptMessage) -> str:
@@ -222,17 +234,16 @@ class SkuRecord(BaseModel):
         if active is None:
             self.keep(KeptMessage(event=event, payload=payload, at=at, reason="no active replenishment", sender=sender))
             return None
-        if sum(1 for m in active.routed if m.sender == sender) >= ROUTED_PER_SENDER:
-            party = sender.party if sender is not None else "operator"
+        theirs = [m for m in active.routed if m.sender == sender]
+        party = sender.party if sender is not None else "operator"
+        too_many = None
+        if len(theirs) >= ROUTED_PER_SENDER:
+            too_many = f"too many messages from {party} for one run"
+        elif sum(payload_bytes(m.payload) for m in theirs) + payload_bytes(payload) > ROUTED_BYTES_PER_SENDER:
+            too_many = f"messages from {party} for one run over {ROUTED_BYTES_PER_SENDER // 1024} KiB"
+        if too_many is not None:
             self.keep(
-                KeptMessage(
-                    event=event,
-                    payload=payload,
-                    at=at,
-                    reason=f"too many messages from {party} for one run",
-                    run_id=active.run_id,
-                    sender=sender,
-                )
+                KeptMessage(event=event, payload=payload, at=at, reason=too_many, run_id=active.run_id, sender=sender)
             )
             return None
         message = RoutedMessage(event=event, seq=active.next_seq(event), payload=payload, at=at, sender=sender)
@@ -340,12 +351,17 @@ class SkuRecord(BaseModel):
         if message.po_number is None:
             message = message.model_copy(update={"po_number": message.payload.get("po_number")})
         self.kept.append(message)
-        while len(self.kept) > KEPT_MESSAGES:
-            # The oldest message of the sender holding the most goes: one supplier's flood evicts
-            # its own messages, never the warehouse's goods or another party's replies.
-            held = Counter(_party(m) for m in self.kept)
+        sizes = [payload_bytes(m.payload) for m in self.kept]
+        while len(self.kept) > KEPT_MESSAGES or sum(sizes) > KEPT_BYTES:
+            # The oldest message of the sender holding the most (messages, or bytes when those are
+            # over) goes: one supplier's flood evicts its own, never the warehouse's goods or
+            # another party's replies.
+            held: Counter[str] = Counter()
+            for m, size in zip(self.kept, sizes, strict=True):
+                held[_party(m)] += 1 if len(self.kept) > KEPT_MESSAGES else size
             most = max(held.values())
-            del self.kept[next(i for i, m in enumerate(self.kept) if held[_party(m)] == most)]
+            i = next(i for i, m in enumerate(self.kept) if held[_party(m)] == most)
+            del self.kept[i], sizes[i]
             self.kept_overflow += 1
 
     @property
