@@ -429,9 +429,7 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
     from replenisher.console.overview import sku_rows
 
     rows = await sku_rows(client)
-    health = await client.health()
-    if health.service_down:
-        client.degraded = health
+    await note_if_down(client)
     now = time.time()
 
     def human() -> str:
@@ -503,8 +501,16 @@ async def _records(client: RestateClient, sku: str | None) -> list[Any]:
     return await client.sku_records()
 
 
+async def note_if_down(client: RestateClient) -> None:
+    """For a command that reads Restate's storage only: whether the service is down, so the
+    output carries the note that it shows what the agents last saved."""
+    if client.degraded is None and (health := await client.health()).service_down:
+        client.degraded = health
+
+
 async def cmd_outcomes(client: RestateClient, args: argparse.Namespace) -> int:
     records = await _records(client, args.sku)
+    await note_if_down(client)
     results = sorted((o for r in records for o in r.outcomes), key=lambda o: o.ended_at, reverse=True)[: args.limit]
     # Who decided lives in the run's state, which Restate keeps for its retention period.
     states = await client.run_states([o.run_id for o in results])

@@ -121,7 +121,13 @@ async def test_stale_or_bad_decisions_get_a_clear_answer_and_change_nothing(
 
 
 async def test_with_the_service_killed_the_console_says_since_when_and_what_restate_accepted(
-    browser: Any, console: HypercornApp, scenario: Scenario, service: RegisteredService, artifacts: Path, axe: Path
+    browser: Any,
+    console: HypercornApp,
+    scenario: Scenario,
+    service: RegisteredService,
+    admin: Admin,
+    artifacts: Path,
+    axe: Path,
 ) -> None:
     await setup_lasting_quotes(scenario)
     run_id = (await scenario.check())["started"]
@@ -132,16 +138,26 @@ async def test_with_the_service_killed_the_console_says_since_when_and_what_rest
         return bool(waiting) and waiting["tool"] == "wait_for_approval"
 
     await eventually(saved, timeout=20, what="the run to wait for approval")
+
+    async def nothing_in_flight() -> bool:  # the run suspended in its wait, no call running or retried
+        rows = await admin.asql("SELECT id FROM sys_invocation WHERE status IN ('running', 'backing-off')")
+        return rows == []
+
+    await eventually(nothing_in_flight, timeout=30, what="every invocation to suspend or end")
     service.kill()
     page = await browser.new_page(viewport={"width": 1400, "height": 900})
     phone = await browser.new_page(viewport={"width": 390, "height": 844})
     try:
-        # Restate learns the service is down when it next tries it: a read through the console does.
+        # Nothing in flight tells Restate the service is down, and these pages read its storage
+        # only: the console asks the deployment, and says it cannot tell since when.
         await page.goto(f"{console.url}/skus/{scenario.sku}")
-        await page.goto(f"{console.url}/inbox")
         banner = page.locator("#service-down")
         await banner.wait_for(timeout=20_000)
-        assert "The replenisher service is down since" in await banner.inner_text()
+        found = await banner.inner_text()
+        assert "The replenisher service is down, found so at " in found and "does not answer" in found, found
+        await page.goto(f"{console.url}/inbox")
+        await banner.wait_for(timeout=20_000)
+        assert await banner.inner_text() == found, "the outage it found first, not a new one per page"
         row = page.locator(f"#inbox article[data-sku='{scenario.sku}']")
         assert request["po_number"] in await row.inner_text(), "the inbox is read from Restate's storage"
         await page.screenshot(path=str(artifacts / "inbox-service-down.png"), full_page=True)
@@ -154,6 +170,10 @@ async def test_with_the_service_killed_the_console_says_since_when_and_what_rest
         assert "Restate accepted the decision" in flash and "when the service is back" in flash, flash
         status = await page.locator("[data-status]").inner_text()
         assert status.startswith("service down since"), status
+        # The decision Restate holds is a refused call now; the outage dates from its first sign.
+        dated = await page.locator("#service-down").inner_text()
+        first_found = found.split("found so at ")[1].split(" with ")[0]
+        assert dated.startswith(f"The replenisher service is down since {first_found}."), (dated, found)
         await page.screenshot(path=str(artifacts / "run-service-down.png"), full_page=True)
         if docs := os.environ.get("REPLENISHER_SCREENSHOT_DIR"):  # the README's picture (make screenshots)
             await page.set_viewport_size({"width": 1280, "height": 620})

@@ -143,8 +143,23 @@ async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()
     await waiting_for_approval(scenario, run_id)
+
+    async def nothing_in_flight() -> bool:  # the run suspended in its wait, no call running or retried
+        rows = await admin.asql("SELECT id FROM sys_invocation WHERE status IN ('running', 'backing-off')")
+        return rows == []
+
+    await eventually(nothing_in_flight, timeout=20, what="every invocation to suspend or end")
     service.kill()
     try:
+        # Nothing is in flight (the run waits for the manager), so no refused call tells Restate;
+        # the reads of its storage say the service is down all the same: they asked its
+        # deployment (the code before said nothing), and that nothing can tell since when.
+        for command in ("skus", "outcomes"):
+            read = await cli(command)
+            assert read.code == 0 and "the replenisher service is down, found so at " in read.err, read
+            assert "nothing in flight to tell since when" in read.err, read
+            assert "does not answer (ConnectError)" in read.err, read
+
         began = time.monotonic()
         status = await cli("status", scenario.sku)
         assert status.code == 0, status

@@ -216,9 +216,18 @@ class Console:
         With every run suspended (their waits last days), only the console's own reads try the
         service; the one that found it down is dropped afterwards, and Restate would hold no
         evidence of the outage for the next page."""
-        if health.service_down or self._outage is None:
+        if self._outage is None:
             return health
         seen, at = self._outage
+        if health.service_down:
+            if not seen.service_down or await client.answered_since(at):
+                return health
+            # The outage this console saw first is the same one: it was down at least since its
+            # first sign, whether a refused call or a look at the deployment (nothing in flight).
+            if health.since is None:
+                return health.model_copy(update={"since": seen.since, "found_at": seen.found_at or health.found_at})
+            first = min(t for t in (health.since, seen.since, seen.found_at) if t is not None)
+            return health.model_copy(update={"since": first})
         if await client.answered_since(at):
             self._outage = None
             return health

@@ -759,9 +759,9 @@ def down_banner() -> str:
     health = SERVICE_DOWN.get()
     if health is None:
         return ""
-    since = f" since {clock(health.since)}" if health.since is not None else ""
     return (
-        f"<div class='flash error' role=alert id=service-down><b>The replenisher service is down{escape(since)}.</b> "
+        f"<div class='flash error' role=alert id=service-down><b>The replenisher service is down"
+        f"{escape(health.dated())}.</b> "
         f"Restate answers, the service does not ({escape(health.error or 'its attempts are refused')}). "
         "These pages show what Restate holds; a decision you send is kept by Restate and runs when the "
         "service is back.</div>"

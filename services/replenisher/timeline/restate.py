@@ -18,6 +18,7 @@ import json
 import time
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
@@ -43,6 +44,7 @@ from replenisher.timeline.journal import (
 from replenisher.timeline.model import Decision, Invocation, Waiting
 
 _TIMEOUT = httpx.Timeout(30.0, connect=3.0)
+HEALTH_PROBE_SECONDS = 2.0  # how long the agents' deployment may take to answer its health check
 PATIENCE = 1.5  # seconds an ingress call may take before Restate is asked whether the service is down
 
 
@@ -72,11 +74,22 @@ class Health(BaseModel):
     error: str | None = Field(default=None, description="the last refusal, one line")
     waiting_invocations: int = Field(default=0, description="invocations Restate holds until the service is back")
     next_attempt_at: float | None = None
+    found_at: float | None = Field(
+        default=None, description="when a look found it down with nothing in flight to date the outage"
+    )
+
+    def dated(self) -> str:
+        """Since when, or when it was found down when nothing in flight can tell: for "is down…"."""
+        if self.since is not None:
+            return f" since {clock(self.since)}"
+        if self.found_at is not None:
+            return f", found so at {clock(self.found_at)} with nothing in flight to tell since when"
+        return ""
 
     def line(self) -> str:
         if not self.service_down:
             return "the service answers"
-        since = f" since {clock(self.since)}" if self.since is not None else ""
+        since = self.dated()
         held = f"; Restate holds {self.waiting_invocations} invocation(s) until it is back" * bool(
             self.waiting_invocations
         )
@@ -175,7 +188,7 @@ class Accepted(OperatorError):
 
     def __init__(self, what: str, invocation_id: str | None, health: Health) -> None:
         ident = f" as invocation {invocation_id}" if invocation_id else ""
-        since = f" since {clock(health.since)}" if health.since is not None else ""
+        since = health.dated()
         super().__init__(
             f"Restate accepted {what}{ident}; the replenisher service is down{since}, "
             "so it will run when the service is back"
@@ -332,7 +345,9 @@ class RestateClient:
         )
         refused = [r for r in rows if is_outage_text(r.get("last_failure_error_code"), r.get("last_failure"))]
         if not refused:
-            return Health()
+            # Nothing in flight to tell (every run waits): ask the deployment itself.
+            silent = await self._deployment_silent()
+            return Health(service_down=True, error=silent, found_at=time.time()) if silent else Health()
         ids = ", ".join(literal(str(r["id"])) for r in refused)
         events = await self.sql(
             "SELECT id, after_journal_entry_index, appended_at, event_type, event_json FROM sys_journal_events "
@@ -360,6 +375,25 @@ class RestateClient:
             waiting_invocations=len(refused),
             next_attempt_at=min(nexts) if nexts else None,
         )
+
+    async def _deployment_silent(self) -> str | None:
+        """Why the deployment serving the agents does not answer its health check, or None.
+
+        Only for a deployment on this machine (a loopback address, as the local stack registers):
+        elsewhere Restate may reach what this machine cannot, and a failed look proves nothing.
+        """
+        rows = await self.sql(
+            "SELECT d.ty, d.endpoint FROM sys_service s JOIN sys_deployment d ON s.deployment_id = d.id "
+            "WHERE s.name = 'SkuAgent'"
+        )
+        endpoint = str(rows[0].get("endpoint") or "") if rows and rows[0].get("ty") == "http" else ""
+        if urlsplit(endpoint).hostname not in {"127.0.0.1", "localhost", "::1"}:
+            return None
+        try:
+            await self._client.get(endpoint.rstrip("/") + "/health", timeout=HEALTH_PROBE_SECONDS)
+        except httpx.TransportError as e:
+            return f"its deployment at {endpoint} does not answer ({type(e).__name__})"
+        return None
 
     async def paused(self, keys: list[str] | None = None) -> list[PausedCall]:
         """Paused invocations of the SkuAgent, Replenish and RunArchive objects with these keys
