@@ -137,7 +137,7 @@ async def test_a_supplier_answering_503_is_a_retrying_step_not_an_outage(
 
 
 async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_accepted_runs_later(
-    cli: Cli, scenario: Scenario, service: RegisteredService, admin: Admin
+    cli: Cli, scenario: Scenario, service: RegisteredService, admin: Admin, operator_env: dict[str, str]
 ) -> None:
     await setup_lasting_quotes(scenario)
     run_id = (await scenario.check())["started"]
@@ -163,7 +163,26 @@ async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_
         began = time.monotonic()
         status = await cli("status", scenario.sku)
         assert status.code == 0, status
-        assert "the replenisher service is down since" in status.err, status
+        # Its own refused read dates nothing, and is not counted as held (it was "since" the
+        # read itself, and "Restate holds 1 invocation(s)": the read, before it was killed).
+        assert "the replenisher service is down, found so at " in status.err, status
+        assert "Restate holds" not in status.err, status
+        # A deployment not on this machine is not looked at; the read's own refusal then tells
+        # that the service is down now, and still dates nothing.
+        remote = RestateClient(operator_env["REPLENISHER_INGRESS_URL"], operator_env["REPLENISHER_ADMIN_URL"])
+
+        async def not_on_this_machine() -> None:
+            return None
+
+        remote._deployment_silent = not_on_this_machine  # type: ignore[method-assign]
+        try:
+            record = await remote.sku_status(scenario.sku)
+        finally:
+            await remote.aclose()
+        seen = remote.degraded
+        assert record.active is not None and seen is not None and seen.service_down, seen
+        assert seen.since is None and seen.found_at is not None and seen.waiting_invocations == 0, seen
+        assert "found so at" in seen.line() and "Connection refused" in (seen.error or ""), seen.line()
         assert "Restate answers, the service does not" in status.err
         assert f"approval pending: {request['po_number']}" in status.out, "shown from Restate's storage"
         assert time.monotonic() - began < 25, "no 30 s hang (a CLI process start is slow on a loaded machine)"

@@ -215,6 +215,11 @@ def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _is_ours(row: Row, target: str, began: float) -> bool:
+    """Whether an invocation is the read of ours to `target` that started at `began`."""
+    return row.get("target") == target and (epoch(row.get("created_at")) or 0.0) >= began - 1
+
+
 class RestateClient:
     def __init__(
         self,
@@ -269,7 +274,10 @@ class RestateClient:
         try:
             done, _ = await asyncio.wait({call}, timeout=self.patience)
             if not done:
-                health = await self._health_or_none()
+                # A read's own refused attempt says only that it was refused just now: left in,
+                # each read would date the outage from itself and count itself as held.
+                ours = (path.strip("/"), began) if idempotency_key is None else None
+                health = await self._health_or_none(ours)
                 if health is not None and health.service_down:
                     call.cancel()
                     self.degraded = health
@@ -336,17 +344,23 @@ class RestateClient:
         except OperatorError:
             return None
 
-    async def health(self) -> Health:
+    async def health(self, ours: tuple[str, float] | None = None) -> Health:
         """Is the service down? Restate's invocations that back off because the service refused
-        them say so, and since when (their first refused attempt of this outage)."""
+        them say so, and since when (their first refused attempt of this outage). `ours`: the
+        target and start of a read of our own, which is not counted as evidence."""
         rows = await self.sql(
-            "SELECT id, last_failure, last_failure_error_code, next_retry_at FROM sys_invocation "
+            "SELECT id, target, created_at, last_failure, last_failure_error_code, next_retry_at FROM sys_invocation "
             "WHERE status = 'backing-off' AND target_service_name IN ('SkuAgent', 'Replenish')"
         )
-        refused = [r for r in rows if is_outage_text(r.get("last_failure_error_code"), r.get("last_failure"))]
+        all_refused = [r for r in rows if is_outage_text(r.get("last_failure_error_code"), r.get("last_failure"))]
+        mine = [r for r in all_refused if ours is not None and _is_ours(r, *ours)]
+        refused = [r for r in all_refused if r not in mine]
         if not refused:
-            # Nothing in flight to tell (every run waits): ask the deployment itself.
+            # Nothing in flight to tell (every run waits): ask the deployment itself, or else
+            # our own read was refused just now, which dates nothing.
             silent = await self._deployment_silent()
+            if silent is None and mine:
+                silent = error_text(mine[0].get("last_failure"))
             return Health(service_down=True, error=silent, found_at=time.time()) if silent else Health()
         ids = ", ".join(literal(str(r["id"])) for r in refused)
         events = await self.sql(
@@ -442,9 +456,9 @@ class RestateClient:
         )
         return bool(rows) and int(rows[0]["n"]) > 0
 
-    async def _health_or_none(self) -> Health | None:
+    async def _health_or_none(self, ours: tuple[str, float] | None = None) -> Health | None:
         try:
-            return await self.health()
+            return await self.health(ours)
         except OperatorError:
             return None
 
