@@ -725,6 +725,9 @@ def parser() -> argparse.ArgumentParser:
     console.add_argument(
         "--port", type=int, default=DEFAULT_CONSOLE_PORT, help=f"port (default {DEFAULT_CONSOLE_PORT})"
     )
+    for command in sub.choices.values():
+        # Its own usage for a wrong option (`skus --bogus`), not the top-level one.
+        command.set_defaults(command_parser=command)
     return p
 
 
@@ -777,7 +780,9 @@ def main(argv: Iterable[str] | None = None) -> int:
 
 
 def _main(argv: Iterable[str] | None) -> int:
-    args = parser().parse_args(list(argv) if argv is not None else None)
+    args, extra = parser().parse_known_args(list(argv) if argv is not None else None)
+    if extra:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "demo":
         from replenisher.demo import run_demo
 
