@@ -118,6 +118,9 @@ def test_the_last_screen_ends_with_the_timeline_then_the_commands() -> None:
     assert ".venv/bin/replenisher timeline SKU-102 --run 1" in commands
     assert "curl 'http://127.0.0.1:9100/admin/calls?sku=SKU-102'" in commands
     assert commands.splitlines()[-1] == "Stop the stack with `make down`."
+    # The spend page soon shows none of the demo (its calendar runs on): the help says where to look.
+    assert ".venv/bin/replenisher cost" in commands and ".venv/bin/replenisher console" in commands
+    assert "`replenisher cost` shows what was bought whatever the date." in commands
     # Every line of prose ends a sentence: nothing cut short, no "1 orders".
     for line in [*faults.splitlines()[1:], heading, commands.splitlines()[0], commands.splitlines()[-1]]:
         assert line.rstrip().endswith((".", ":")), line

@@ -145,6 +145,8 @@ def inspection_help(ingress_url: str, admin_url: str, world_url: str, restate_cl
     commands = [
         (f".venv/bin/replenisher status {sku}", "the SKU's record: runs, outcomes, what it remembers"),
         (f".venv/bin/replenisher timeline {sku} --run {number}", "that run's timeline (--html FILE draws it)"),
+        (".venv/bin/replenisher cost", "what each SKU bought and what its model calls cost"),
+        (".venv/bin/replenisher console", "the web console at http://127.0.0.1:8090 (inbox, SKUs, spend)"),
         (f"curl '{world_url}/admin/calls?sku={sku}'", "every call the world got about the SKU"),
         (f"curl {ingress_url}/SkuAgent/{sku}/status", "the same record, straight from Restate's ingress"),
         (f"{restate_cli} invocations list --all", "every invocation Restate holds"),
@@ -158,6 +160,9 @@ def inspection_help(ingress_url: str, admin_url: str, world_url: str, restate_cl
             *lines,
             f"Restate's UI is at {admin_url}/ui. Set RESTATE_ADMIN_URL={admin_url} if the restate CLI asks "
             "where the server is.",
+            "The demo's calendar runs on fast while the stack is up, and the console's spend page counts back",
+            "from its today: within minutes the demo's orders lie beyond the periods it shows.",
+            "`replenisher cost` shows what was bought whatever the date.",
             "Stop the stack with `make down`.",
         ]
     )
