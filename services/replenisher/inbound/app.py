@@ -189,7 +189,11 @@ class InboundApp:
             # Restate would deliver the same message again under the new key.
             raise Refused(401, f"a v1 signature does not cover {IDEMPOTENCY_HEADER}: sign v2, or send no key")
         if not TIMESTAMP.fullmatch(timestamp) or not verify(secret, timestamp, party, path, body, given, key):
-            raise Refused(401, f"bad signature for {party!r} (see {SIGNATURE_HEADER} in the README)")
+            raise Refused(
+                401,
+                f"bad signature for {party!r} (v2 covers the timestamp, party, path, idempotency-key and body: "
+                f"see {SIGNATURE_HEADER} in the README)",
+            )
         now = time.time()
         window = self.settings.replay_window_seconds
         if abs(now - int(timestamp)) > window:
