@@ -167,8 +167,22 @@ async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_
         # read itself, and "Restate holds 1 invocation(s)": the read, before it was killed).
         assert "the replenisher service is down, found so at " in status.err, status
         assert "Restate holds" not in status.err, status
-        # A deployment not on this machine is not looked at; the read's own refusal then tells
-        # that the service is down now, and still dates nothing.
+        assert "Restate answers, the service does not" in status.err
+        assert f"approval pending: {request['po_number']}" in status.out, "shown from Restate's storage"
+        assert time.monotonic() - began < 25, "no 30 s hang (a CLI process start is slow on a loaded machine)"
+
+        # The read it gave up on is not left in Restate to pile up (the kill takes a moment).
+        async def no_read_left() -> bool:
+            rows = await admin.asql(
+                f"SELECT id FROM sys_invocation WHERE target = 'SkuAgent/{scenario.sku}/status' "
+                "AND status = 'backing-off'"
+            )
+            return rows == []
+
+        await eventually(no_read_left, timeout=10, what="the abandoned read to be killed")
+        # With that read gone, nothing is in flight again. A deployment not on this machine is not
+        # looked at; the read's own refusal then tells that the service is down now, and still
+        # dates nothing.
         remote = RestateClient(operator_env["REPLENISHER_INGRESS_URL"], operator_env["REPLENISHER_ADMIN_URL"])
 
         async def not_on_this_machine() -> None:
@@ -183,19 +197,7 @@ async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_
         assert record.active is not None and seen is not None and seen.service_down, seen
         assert seen.since is None and seen.found_at is not None and seen.waiting_invocations == 0, seen
         assert "found so at" in seen.line() and "Connection refused" in (seen.error or ""), seen.line()
-        assert "Restate answers, the service does not" in status.err
-        assert f"approval pending: {request['po_number']}" in status.out, "shown from Restate's storage"
-        assert time.monotonic() - began < 25, "no 30 s hang (a CLI process start is slow on a loaded machine)"
-
-        # The read it gave up on is not left in Restate to pile up (the kill takes a moment).
-        async def no_read_left() -> bool:
-            rows = await admin.asql(
-                f"SELECT id FROM sys_invocation WHERE target = 'SkuAgent/{scenario.sku}/status' "
-                "AND status = 'backing-off'"
-            )
-            return rows == []
-
-        await eventually(no_read_left, timeout=10, what="the abandoned read to be killed")
+        await eventually(no_read_left, timeout=10, what="that read to be killed too")
 
         watch = await cli("watch", scenario.sku)
         assert watch.code == 5, watch
