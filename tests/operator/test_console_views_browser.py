@@ -136,6 +136,9 @@ async def test_skus_spend_and_inbox_views_read_right_and_pass_accessibility_chec
         await shoot(phone, artifacts, "console-spend-phone")
         await visit(desk, f"{console.url}/spend?by=month", axe, "a bad spend query", status=400)
         assert "by='month'" in await desk.locator("main").inner_text()
+        # A supplier neither the ERP nor any order knows: refused, not offered as an option with nothing.
+        await visit(desk, f"{console.url}/spend?supplier=nope", axe, "an unknown supplier", status=400)
+        assert "supplier='nope' is no supplier" in await desk.locator("main").inner_text()
 
         # --- the inbox with nothing to decide, and a page that does not exist
         await visit(desk, f"{console.url}/skus/{sku}/runs/1", axe, "run page, finished")

@@ -320,8 +320,17 @@ class Console:
     async def spend(self, request: Request) -> Response:
         query = parsed_spend(request.query)
         # Money and supplier names only: the manager's budget is not shown here, so not asked for.
-        settings = pages.InboxSettings(currency=self.currency, catalogue=await self.catalogue.read())
-        return Response(pages.spend_page(await spend(self.client, query), settings))
+        catalogue = await self.catalogue.read((), [query.supplier] if query.supplier else [])
+        settings = pages.InboxSettings(currency=self.currency, catalogue=catalogue)
+        found = await spend(self.client, query)
+        if query.supplier and catalogue.error is None:
+            known = set(catalogue.supplier_names) | set(found.ever_ordered_from)
+            if query.supplier not in known:
+                # Else the page offers a supplier nobody has, and a zero that looks like a fact.
+                raise OperatorError(
+                    f"bad query: supplier={query.supplier!r} is no supplier the ERP lists or any order names"
+                )
+        return Response(pages.spend_page(found, settings))
 
     async def sku(self, request: Request, sku: str) -> Response:
         record = await self.client.sku_status(valid_sku(sku))

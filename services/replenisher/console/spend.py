@@ -74,6 +74,7 @@ class Spend(BaseModel):
     committed_now: float = Field(description="every open order's remainder, whenever it was ordered")
     orders: int
     calendar: str = Field(description="which calendar the periods are days of")
+    ever_ordered_from: list[str] = Field(default_factory=list, description="every supplier of a recorded order")
 
 
 def from_outcome(o: ReplenishmentResult, adopted: set[str]) -> OrderMoney | None:
@@ -168,6 +169,7 @@ def summarise(lines: list[OrderMoney], query: SpendQuery, now: float, calendar: 
         committed_now=sum(m.committed for m in chosen),
         orders=counted,
         calendar=name,
+        ever_ordered_from=sorted({m.supplier for m in lines}),
     )
 
 
