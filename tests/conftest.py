@@ -26,7 +26,7 @@ from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.keepalive import RetryDroppedKeepAlive
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
-from replenisher.stack.local import INBOUND_APP, SERVICE_APP, WORLD_APP
+from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import AsgiApp, HypercornApp, RestateServer, service_server
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
@@ -34,7 +34,7 @@ from support import (
     REPO_ROOT,
     RESTATE_TEST_ENV,
     RegisteredService,
-    inbound_env,
+    inbound_endpoint,
     service_env,
     signed_world_env,
 )
@@ -91,13 +91,7 @@ def party_secrets(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def inbound(restate_runtime: RestateRuntime, party_secrets: Path, log_dir: Path) -> Iterator[HypercornApp]:
     """The inbound endpoint: outside parties' way to a SKU's address (the world's pushes go here)."""
-    app = HypercornApp(
-        INBOUND_APP,
-        free_port(),
-        inbound_env(restate_runtime.ingress_url, party_secrets),
-        name="inbound",
-        log_path=log_dir / "inbound.log",
-    )
+    app = inbound_endpoint(restate_runtime.ingress_url, party_secrets, log_dir)
     try:
         app.start()
         _session_logs["inbound"] = app

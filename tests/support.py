@@ -205,6 +205,15 @@ def inbound_env(ingress_url: str, secrets_file: Path) -> dict[str, str]:
     return {"REPLENISHER_INGRESS_URL": ingress_url, "REPLENISHER_PARTY_SECRETS_FILE": str(secrets_file)}
 
 
+def inbound_endpoint(ingress_url: str, secrets_file: Path, log_dir: Path, name: str = "inbound") -> HypercornApp:
+    """An inbound endpoint on a free port, forwarding to `ingress_url` (not started)."""
+    from replenisher.stack.local import INBOUND_APP
+    from replenisher.stack.ports import free_port
+
+    env = inbound_env(ingress_url, secrets_file)
+    return HypercornApp(INBOUND_APP, free_port(), env, name=name, log_path=log_dir / f"{name}.log")
+
+
 @contextmanager
 def serving(app: HypercornApp) -> Iterator[HypercornApp]:
     """The app started and answering its health check, and stopped afterwards, even on failure."""

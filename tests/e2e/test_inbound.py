@@ -21,10 +21,8 @@ from e2e.scenario import Scenario, ok
 from replenisher.domain.sku import KEPT_BYTES, KEPT_MESSAGES, ROUTED_BYTES_PER_SENDER, ROUTED_PER_SENDER
 from replenisher.inbound.signing import load_secrets, secret_for, signed_headers
 from replenisher.stack.admin import Admin
-from replenisher.stack.local import INBOUND_APP
-from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
-from support import REPO_ROOT, eventually, inbound_env, serving
+from support import REPO_ROOT, eventually, inbound_endpoint, serving
 
 pytestmark = pytest.mark.e2e
 
@@ -281,13 +279,7 @@ async def test_a_captured_request_sent_to_another_replica_is_delivered_once_what
     assert keyed.status_code == 200 and unkeyed.status_code == 200, (keyed.text, unkeyed.text)
     assert len((await scenario.status())["kept"]) == 2
 
-    replica = HypercornApp(
-        INBOUND_APP,
-        free_port(),
-        inbound_env(restate_runtime.ingress_url, party_secrets),
-        name="inbound-replica",
-        log_path=log_dir / "inbound-replica.log",
-    )
+    replica = inbound_endpoint(restate_runtime.ingress_url, party_secrets, log_dir, name="inbound-replica")
     with serving(replica):
         async with httpx.AsyncClient(base_url=replica.url, timeout=30) as other:
 
