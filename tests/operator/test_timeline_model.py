@@ -441,3 +441,21 @@ def test_a_decision_through_the_console_does_not_read_as_decided_by_someone_else
 
     decision = Decision(round=0, approved=False, by="manager (console)", channel="operator", status="rejected")
     assert decision.line() == "rejected · by manager (console) · through the console or CLI"
+
+
+def axis_labels(page: str) -> list[str]:
+    axis = re.search(r"<g class='axis'>(.*?)</g>", page)
+    assert axis is not None, "the chart has a time axis"
+    return re.findall(r"<text[^>]*>([^<]*)</text>", axis.group(1))
+
+
+def test_the_time_axis_is_labelled_at_round_days_not_at_equal_fractions_of_the_run() -> None:
+    # 7 days of 10 s: gridlines every 2 days, not at 0, 1.2, 2.3, 3.5 … (the run's sixths).
+    page = render_html(timeline(quoted_then_approved(), state_with(("get_quotes", "need prices", "ok")), now=T0 + 70))
+    assert axis_labels(page) == ["day 0", "day 2", "day 4", "day 6"]
+
+
+def test_a_run_without_a_day_length_is_labelled_in_round_durations() -> None:
+    # No run state, so no day length: the axis counts time since the start, on the clock's multiples.
+    page = render_html(timeline(quoted_then_approved(), None, now=T0 + 95))
+    assert axis_labels(page) == ["0", "+30s", "+60s", "+90s"]

@@ -12,6 +12,7 @@ from html import escape
 from replenisher.timeline.format import clock, duration, received, shorten
 from replenisher.timeline.model import Span, Timeline, Turn, retried_line, retry_line
 from replenisher.timeline.text import SOURCES, band_line
+from replenisher.timeline.ticks import day_ticks, duration_ticks
 
 Scale = Callable[[float], float]
 
@@ -151,25 +152,19 @@ def render_svg(t: Timeline) -> str:
 
 
 def _axis(t: Timeline, start: float, total: float, chart: float, height: int) -> str:
-    def label(v: float) -> str:
-        d = t.day_of(v)
-        return f"day {d:.1f}" if d is not None else f"+{duration(v - start)}"
-
-    return "".join(["<g class='axis'>", *axis_marks(start, total, chart, height, label), "</g>"])
+    ticks = day_ticks(total, t.day_seconds) if t.day_seconds and t.started_at is not None else duration_ticks(total)
+    return "".join(["<g class='axis'>", *axis_marks(start, total, chart, height, ticks), "</g>"])
 
 
-def axis_marks(
-    start: float, total: float, chart: float, height: int, label: Callable[[float], str], ticks: int = 6
-) -> list[str]:
-    """The time axis's gridlines, each labelled with `label(time)` above the chart."""
+def axis_marks(start: float, total: float, chart: float, height: int, ticks: list[tuple[float, str]]) -> list[str]:
+    """The time axis's gridlines, at `ticks` (seconds after `start`, label), labelled above the chart."""
     parts = []
-    for i in range(ticks + 1):
-        px = LABEL + chart * i / ticks
-        anchor = "end" if i == ticks else ("start" if i == 0 else "middle")
-        text = escape(label(start + total * i / ticks))
+    for offset, label in ticks:
+        px = LABEL + chart * min(offset / total, 1.0)
+        anchor = "start" if offset == 0 else ("end" if px > LABEL + chart - 30 else "middle")
         parts.append(
             f"<line x1='{px:.1f}' y1='{TOP - 12}' x2='{px:.1f}' y2='{height - 14}' stroke='#f3f4f6'/>"
-            f"<text x='{px:.1f}' y='{TOP - 16}' text-anchor='{anchor}'>{text}</text>"
+            f"<text x='{px:.1f}' y='{TOP - 16}' text-anchor='{anchor}'>{escape(label)}</text>"
         )
     return parts
 

@@ -18,6 +18,7 @@ from replenisher.domain.archive import RunArchive
 from replenisher.replay.engine import ReplayReport
 from replenisher.timeline.format import clock, shorten
 from replenisher.timeline.html import LABEL, ROW, STYLE, TOP, WIDTH, Scale, axis_marks, row_open
+from replenisher.timeline.ticks import day_ticks
 
 Kind = Literal["step", "wait", "end"]
 EndedBy = Literal["message", "timeout"]
@@ -205,7 +206,7 @@ def render_svg(v: ReplayView) -> str:
         f"role='img' aria-label='{escape(v.run_id)} beside its replay'>",
         "<g class='axis'>",
     ]
-    out += axis_marks(start, total, CHART, height, lambda t: f"day {v.day(t) or 0:.1f}", ticks=4)
+    out += axis_marks(start, total, CHART, height, day_ticks(total, v.day_seconds, most=4))
     out.append(f"<text x='{REPLAY_X}' y='{TOP - 16}' style='font-weight:600'>replay: {escape(v.decider)}</text>")
     out.append("</g>")
     for i, row in enumerate(v.rows):
