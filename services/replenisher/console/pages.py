@@ -762,7 +762,7 @@ def down_banner() -> str:
     return (
         f"<div class='flash error' role=alert id=service-down><b>The replenisher service is down"
         f"{escape(health.dated())}.</b> "
-        f"Restate answers, the service does not ({escape(health.error or 'its attempts are refused')}). "
+        f"Restate answers, the service does not: {escape(health.reason)}. "
         "These pages show what Restate holds; a decision you send is kept by Restate and runs when the "
         "service is back.</div>"
     )

@@ -86,14 +86,19 @@ class Health(BaseModel):
             return f", found so at {clock(self.found_at)} with nothing in flight to tell since when"
         return ""
 
+    @property
+    def reason(self) -> str:
+        """The last refusal, to end a sentence with (its own full stop dropped)."""
+        return (self.error or "").rstrip(". ") or "its attempts are refused"
+
     def line(self) -> str:
         if not self.service_down:
             return "the service answers"
         since = self.dated()
-        held = f"; Restate holds {self.waiting_invocations} invocation(s) until it is back" * bool(
-            self.waiting_invocations
-        )
-        return f"the replenisher service is down{since} (Restate answers, the service does not: {self.error}){held}"
+        n = self.waiting_invocations
+        held = f"; Restate holds {n} invocation{'s' * (n != 1)} until it is back" * bool(n)
+        # Not in parentheses: the error often has its own, e.g. "… does not answer (ConnectError)".
+        return f"the replenisher service is down{since} — Restate answers, the service does not: {self.reason}{held}"
 
 
 def paused_keys(record: SkuRecord) -> list[str]:
