@@ -3,6 +3,8 @@ REPLENISHER_SERVER), the world over HTTP."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from e2e.scenario import Scenario, ok
@@ -68,9 +70,16 @@ async def test_manager_rejects_and_nothing_is_ordered(scenario: Scenario) -> Non
 
 async def test_approval_timeout_escalates_to_the_backup_and_then_fails_closed(scenario: Scenario) -> None:
     await scenario.setup()
+
     # Windows of a few seconds: a reminder at 90% comes well before the lapse, even loaded.
-    configured = await scenario.configure(approval=10)
-    assert configured["waits"]["approval"] == 10
+    def waits(record: dict[str, Any]) -> dict[str, float]:
+        return {k: v for k, v in record["waits"].items() if v is not None}
+
+    # Each change moves only what it names: null sets goods_grace back, approval stays, then moves.
+    await scenario.configure(approval=3, goods_grace=2)
+    reset = ok(await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/configure", json={"goods_grace": None}))
+    assert waits(reset) == {"approval": 3}
+    assert waits(await scenario.configure(approval=10)) == {"approval": 10}
     run_id = (await scenario.check())["started"]
     first = await scenario.pending_approval()
     outcome = await scenario.outcome(run_id, within=90)

@@ -19,7 +19,11 @@ class WaitDays(BaseModel):
 
 
 class WaitOverrides(BaseModel):
-    """One SKU's own wait lengths where they differ from the company's defaults."""
+    """One SKU's own wait lengths where they differ from the company's defaults.
+
+    As a change (`SkuAgent/<sku>/configure`): a field given sets that wait, a field given as
+    `null` sets it back to the default, and a field left out keeps what the SKU had.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -27,3 +31,7 @@ class WaitOverrides(BaseModel):
     supplier_reply: float | None = Field(default=None, gt=0, le=365)
     reply_after_chase: float | None = Field(default=None, gt=0, le=365)
     goods_grace: float | None = Field(default=None, ge=0, le=365)
+
+    def merged(self, change: WaitOverrides) -> WaitOverrides:
+        """These overrides after `change`: only the fields the change names move."""
+        return self.model_copy(update={name: getattr(change, name) for name in change.model_fields_set})

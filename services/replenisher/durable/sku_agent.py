@@ -279,12 +279,13 @@ async def watch(ctx: ObjectContext, request: WatchRequest) -> SkuRecord:
 
 @validated(sku_agent.handler)
 async def configure(ctx: ObjectContext, waits: WaitOverrides) -> SkuRecord:
-    """Set this SKU's own wait lengths (business days); unset fields follow the defaults.
+    """Change this SKU's own wait lengths (business days): a field given sets it, `null` sets
+    it back to the default, a field left out keeps what it was.
 
     Applies to replenishments that start from now on: a waiting run keeps its deadlines.
     """
     record = await load_or_create(ctx)
-    record.waits = waits
+    record.waits = record.waits.merged(waits)
     ctx.set(RECORD, record)
     return record
 
