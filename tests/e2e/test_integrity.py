@@ -213,7 +213,9 @@ async def approval_while_the_service_is_down(
     """The manager's approval reaches Restate's ingress while the service is down, stamped as
     the inbound endpoint stamps what it forwards; the service comes back after the deadline."""
     await scenario.setup()
-    await scenario.configure(approval=16)  # four seconds
+    # Ten seconds when the approval must be sent before the deadline (a loaded machine can take
+    # seconds from the request to the kill); four when it is sent after.
+    await scenario.configure(approval=40 if before_deadline else 16)
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()
     deadline = (await scenario.waiting_for(run_id, "wait_for_approval"))["waiting"]["deadline"]
