@@ -459,3 +459,22 @@ def test_a_run_without_a_day_length_is_labelled_in_round_durations() -> None:
     # No run state, so no day length: the axis counts time since the start, on the clock's multiples.
     page = render_html(timeline(quoted_then_approved(), None, now=T0 + 95))
     assert axis_labels(page) == ["0", "+30s", "+60s", "+90s"]
+
+
+def test_an_outage_that_began_just_now_is_named_inside_the_chart_on_a_line_of_its_own() -> None:
+    # The service went down at the very end of the chart: its label used to start there and run
+    # off the picture's right edge ("servic"), on top of the "now" mark.
+    j = Journal()
+    j.step("decide 0", T0, 0.001)
+    j.run("place_order 0", T0 + 59)
+    j.failed_attempt(T0 + 59.5, "error when calling 'http://127.0.0.1:9080/': Connection refused", "RT0010")
+    inv = invocation({"id": "inv_1", "status": "backing-off", "retry_count": 1, "created_at": iso(T0)})
+    svg = render_html(timeline(j, None, invocation=inv, now=T0 + 60))
+    width = float(re.search(r"viewBox='0 0 (\d+) (\d+)'", svg).group(1))  # type: ignore[union-attr]
+    height = float(re.search(r"viewBox='0 0 \d+ (\d+)'", svg).group(1))  # type: ignore[union-attr]
+    band = re.search(r"<g class='band'.*?<text ([^>]*)>service down</text>", svg)
+    assert band is not None
+    attrs = dict(re.findall(r"([\w-]+)='([^']*)'", band.group(1)))
+    assert attrs.get("text-anchor") == "end" and float(attrs["x"]) <= width, "the words end inside the picture"
+    now = re.search(r"<g class='now'>.*?<text x='[^']*' y='([^']*)'", svg)
+    assert now is not None and float(now.group(1)) < float(attrs["y"]) <= height, "below the now mark, not on it"

@@ -21,6 +21,8 @@ LABEL = 230
 RIGHT = 24
 ROW = 26
 TOP = 34
+BAND_LABEL = 14  # the line under the chart that names the outages
+BAND_LABEL_WIDTH = 80  # "service down" at 11px
 
 STYLE = """
 .tl { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2937; }
@@ -108,7 +110,9 @@ def render_svg(t: Timeline) -> str:
     start, end = span
     total = max(end - start, 1e-6)
     chart = WIDTH - LABEL - RIGHT
-    height = TOP + ROW * max(len(t.turns), 1) + 16
+    foot = BAND_LABEL if t.bands else 0  # a line under the chart for the outages' labels
+    height = TOP + ROW * max(len(t.turns), 1) + 16 + foot
+    bottom = height - foot
 
     def x(v: float) -> float:
         return LABEL + (min(max(v, start), end) - start) / total * chart
@@ -120,7 +124,7 @@ def render_svg(t: Timeline) -> str:
         "<rect width='6' height='6' fill='#fee2e2'/><line x1='0' y1='0' x2='0' y2='6' stroke='#f87171' "
         "stroke-width='3'/></pattern></defs>",
     ]
-    out.append(_axis(t, start, total, chart, height))
+    out.append(_axis(t, start, total, chart, bottom))
     for row, turn in enumerate(t.turns):
         out.append(_turn_row(t, turn, TOP + row * ROW, x))
     for band in t.bands:
@@ -131,24 +135,33 @@ def render_svg(t: Timeline) -> str:
             f"<g class='band' data-kind='outage'><title>{escape(tip)}</title>"
             f"<rect x='{x0:.1f}' y='{TOP - 6}' width='{max(x1 - x0, 3):.1f}' height='{height - TOP}' "
             "fill='url(#hatch)' opacity='0.45'/>"
-            f"<text x='{x0 + 3:.1f}' y='{height - 4}' style='fill:#b91c1c;font-size:11px'>service down</text></g>"
+            f"<text {_band_label_at(x0, x1)} y='{height - 4}' style='fill:#b91c1c;font-size:11px'>"
+            "service down</text></g>"
         )
     if t.ended_at is None:
         nx = x(t.now)
         out.append(
-            f"<g class='now'><line x1='{nx:.1f}' y1='{TOP - 8}' x2='{nx:.1f}' y2='{height - 14}' "
+            f"<g class='now'><line x1='{nx:.1f}' y1='{TOP - 8}' x2='{nx:.1f}' y2='{bottom - 14}' "
             "stroke='#6b7280' stroke-dasharray='3 3'/>"
-            f"<text x='{nx - 4:.1f}' y='{height - 2}' text-anchor='end'>now</text></g>"
+            f"<text x='{nx - 4:.1f}' y='{bottom - 2}' text-anchor='end'>now</text></g>"
         )
     elif t.outcome is not None:
         ex = x(t.ended_at)
         colour = "#15803d" if t.outcome.outcome == "received" else "#b45309"
         out.append(
-            f"<g class='end'><line x1='{ex:.1f}' y1='{TOP - 8}' x2='{ex:.1f}' y2='{height - 14}' "
+            f"<g class='end'><line x1='{ex:.1f}' y1='{TOP - 8}' x2='{ex:.1f}' y2='{bottom - 14}' "
             f"stroke='{colour}' stroke-width='2'/><title>{escape(t.outcome.outcome)}</title></g>"
         )
     out.append("</svg>")
     return "".join(out)
+
+
+def _band_label_at(x0: float, x1: float) -> str:
+    """Where an outage's label goes: from the band's start, or, for a band too near the right
+    edge for the words to fit, ending where the band ends (it was cut off at the edge)."""
+    if x0 + BAND_LABEL_WIDTH <= WIDTH - RIGHT:
+        return f"x='{x0 + 3:.1f}'"
+    return f"x='{max(x1, LABEL + BAND_LABEL_WIDTH):.1f}' text-anchor='end'"
 
 
 def _axis(t: Timeline, start: float, total: float, chart: float, height: int) -> str:
