@@ -214,9 +214,12 @@ async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_
             assert seen.since is None and seen.found_at is not None and "found so at" in seen.line(), seen
         await eventually(no_read_left, timeout=10, what="that read to be killed too")
 
+        alone = await nothing_else_refused()
         watch = await cli("watch", scenario.sku)
         assert watch.code == 5, watch
         assert f"Restate accepted `watch` for {scenario.sku} as invocation inv_" in watch.out, watch
+        if alone:  # a change's own refusal dates nothing either (it said "down since" the watch)
+            assert "the replenisher service is down, found so at " in watch.out, watch
         assert "will run when the service is back" in watch.out and "fail" not in watch.out + watch.err
         # A handler without input (`check`) is found by its key too: no body is sent with it.
         check = await cli("check", scenario.sku)

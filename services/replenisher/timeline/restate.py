@@ -221,7 +221,7 @@ def literal(text: str) -> str:
 
 
 def _is_ours(row: Row, target: str, began: float) -> bool:
-    """Whether an invocation is the read of ours to `target` that started at `began`."""
+    """Whether an invocation is the call of ours to `target` that started at `began`."""
     return row.get("target") == target and (epoch(row.get("created_at")) or 0.0) >= began - 1
 
 
@@ -279,9 +279,9 @@ class RestateClient:
         try:
             done, _ = await asyncio.wait({call}, timeout=self.patience)
             if not done:
-                # A read's own refused attempt says only that it was refused just now: left in,
-                # each read would date the outage from itself and count itself as held.
-                ours = (path.strip("/"), began) if idempotency_key is None else None
+                # A call's own refused attempt says only that it was refused just now: left in,
+                # each call would date the outage from itself (and a read count itself as held).
+                ours = (path.strip("/"), began)
                 health = await self._health_or_none(ours)
                 if health is not None and health.service_down:
                     call.cancel()
@@ -352,7 +352,7 @@ class RestateClient:
     async def health(self, ours: tuple[str, float] | None = None) -> Health:
         """Is the service down? Restate's invocations that back off because the service refused
         them say so, and since when (their first refused attempt of this outage). `ours`: the
-        target and start of a read of our own, which is not counted as evidence."""
+        target and start of a call of our own, which is not counted as evidence."""
         rows = await self.sql(
             "SELECT id, target, created_at, last_failure, last_failure_error_code, next_retry_at FROM sys_invocation "
             "WHERE status = 'backing-off' AND target_service_name IN ('SkuAgent', 'Replenish')"
