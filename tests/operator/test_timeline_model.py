@@ -478,3 +478,32 @@ def test_an_outage_that_began_just_now_is_named_inside_the_chart_on_a_line_of_it
     assert attrs.get("text-anchor") == "end" and float(attrs["x"]) <= width, "the words end inside the picture"
     now = re.search(r"<g class='now'>.*?<text x='[^']*' y='([^']*)'", svg)
     assert now is not None and float(now.group(1)) < float(attrs["y"]) <= height, "below the now mark, not on it"
+
+
+def test_a_timed_out_approval_ends_in_a_cross_even_when_its_last_reminder_shares_that_cell() -> None:
+    j = Journal()
+    j.step("decide 0", T0, 0.001)
+    j.step("get_quotes 0", T0 + 0.1, 0.5)
+    j.step("decide 1", T0 + 0.9, 0.001)
+    _, timer = j.wait("approval-0", T0 + 1.0, deadline=T0 + 16.0)
+    j.notify(timer, T0 + 16.0, kind="Sleep")  # the reminder at half the window
+    j.step("remind manager 50%", T0 + 16.01, 0.01)
+    late = j.command("Sleep", T0 + 16.03, wake_up_time=int((T0 + 30.7) * 1000))
+    j.notify(late, T0 + 30.7, kind="Sleep")  # the reminder just before the deadline
+    j.step("remind manager 98%", T0 + 30.71, 0.01)
+    last = j.command("Sleep", T0 + 30.73, wake_up_time=int((T0 + 31.0) * 1000))
+    j.notify(last, T0 + 31.0, kind="Sleep")
+    j.step("decide 2", T0 + 31.1, 0.001)
+    state = state_with(
+        ("get_quotes", "need prices", "ok"),
+        ("wait_for_approval", "the manager has not decided yet", "no decision in time"),
+        ("cancel", "no approval", "cancelled"),
+    )
+    t = timeline(j, state, now=T0 + 31.2)
+
+    wait = t.turns[1].action
+    assert wait is not None and wait.ended_by == "timeout" and wait.end == T0 + 31.0
+    row = next(line for line in render_text(t, width=100).splitlines() if "wait_for_approval" in line)
+    bar = row.split("|")[1]
+    assert bar.rstrip().endswith("✗"), row
+    assert bar.count("█") == 1, "the first reminder is drawn; the last one lies under the cross: " + row

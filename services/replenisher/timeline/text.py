@@ -79,6 +79,8 @@ def _turn_rows(t: Timeline, turn: Turn, col: Col, bar_width: int, width: int) ->
     bar = [" "] * bar_width
     for s in turn.spans:
         _draw(bar, s, col, t.now)
+    for s in turn.spans:
+        _mark_end(bar, s, col, t.now)  # over a reminder that shares the wait's last cell
     start = turn.start
     at = _at(t, start)
     took = duration((turn.end if turn.end is not None else t.now) - start) if start is not None else "-"
@@ -160,9 +162,14 @@ def _draw(bar: list[str], s: Span, col: Col, now: float) -> None:
     fill = "═" if s.kind == "wait" else ("·" if s.kind == "delay" else "█")
     for i in range(a, b + 1):
         bar[i] = fill
+
+
+def _mark_end(bar: list[str], s: Span, col: Col, now: float) -> None:
+    """How a wait ended (or that a span is still going), drawn over the fills of its turn."""
+    b = col(s.end if s.end is not None else now)
     if s.kind == "wait":
         bar[b] = "▶" if s.end is None else ("✗" if s.ended_by == "timeout" else "◆")
-    elif s.end is None:
+    elif s.end is None and s.kind != "decision":
         bar[b] = "▶"
 
 
