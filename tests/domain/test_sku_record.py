@@ -268,3 +268,12 @@ def test_past_the_kept_bytes_the_biggest_senders_oldest_goes_not_the_warehouses_
     texts = [m.payload["text"].split()[0] for m in record.kept[2:]]
     assert texts == [str(i) for i in range(20 - len(texts), 20)], "the flood's oldest went first"
     assert record.kept_overflow == 20 - len(texts) > 0
+
+
+def test_an_operators_message_names_the_operator_and_an_old_records_null_sender_reads_as_one() -> None:
+    record = SkuRecord(sku="SKU-1")
+    record.route("supplier-reply", {"po_number": "PO-1"}, T0)
+    assert record.kept[0].sender == Sender(party="operator")
+    old = record.model_dump(mode="json")
+    old["kept"][0]["sender"] = None  # as records kept them before the operator was named
+    assert SkuRecord.model_validate(old).kept[0].sender == Sender(party="operator")

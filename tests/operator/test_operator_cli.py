@@ -114,6 +114,20 @@ async def test_reject_ends_the_run_rejected_without_an_order(cli: Cli, scenario:
     assert await scenario.orders() == []
 
 
+async def test_a_kept_message_says_who_sent_it_an_operator_on_the_ingress(cli: Cli, scenario: Scenario) -> None:
+    await scenario.setup(on_hand=50, safety_stock=20)
+    assert (await scenario.check())["started"] is None
+    reply = {"po_number": "PO-OLD-7", "supplier": scenario.supplier, "text": "Your order shipped."}
+    delivered = await cli("deliver", scenario.sku, "supplier-reply", json.dumps(reply))
+    assert delivered.code == 0 and "kept" in delivered.out, delivered
+
+    as_json = await cli("status", scenario.sku, "--json")
+    kept = json.loads(as_json.out)["record"]["kept"]
+    assert [(m["event"], m["sender"]) for m in kept] == [("supplier-reply", {"party": "operator"})], kept
+    status = await cli("status", scenario.sku)
+    assert "supplier-reply from operator at " in status.out, status
+
+
 async def test_errors_are_one_clear_line_and_a_non_zero_exit(
     cli: Cli, scenario: Scenario, tmp_path: Path, operator_env: dict[str, str]
 ) -> None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.costs import CostLedger
-from replenisher.domain.documents import EventKind, Sender, StockLevel, is_sku_id
+from replenisher.domain.documents import OPERATOR, EventKind, Sender, StockLevel, is_sku_id
 from replenisher.domain.memory import SkuMemory
 from replenisher.domain.migrations import SKU_RECORD_STEPS, migrate
 from replenisher.domain.outcomes import Outcome, ReplenishmentResult
@@ -47,12 +47,20 @@ def reconcile_delay_days(attempts: int, recheck_days: float) -> float:
     return recheck_days * 2 ** min(attempts - 1, RECONCILE_BACKOFF_STEPS)
 
 
+def _operator_if_null(sender: object) -> object:
+    """Records written before an operator was named kept an operator's messages with a null sender."""
+    return OPERATOR if sender is None else sender
+
+
+NamedSender = Annotated[Sender, BeforeValidator(_operator_if_null)]
+
+
 class RoutedMessage(BaseModel):
     event: EventKind
     seq: int
     payload: dict[str, Any] = Field(description="as kept: an approval's token withheld")
     at: float
-    sender: Sender | None = Field(default=None, description="None: an operator on the internal ingress")
+    sender: NamedSender = Field(default=OPERATOR, description="`operator`: a caller on the internal ingress")
 
 
 class KeptMessage(BaseModel):
@@ -64,7 +72,7 @@ class KeptMessage(BaseModel):
     at: float
     reason: str
     run_id: str | None = None
-    sender: Sender | None = None
+    sender: NamedSender = OPERATOR
 
 
 def payload_bytes(payload: dict[str, Any]) -> int:
@@ -73,7 +81,7 @@ def payload_bytes(payload: dict[str, Any]) -> int:
 
 
 def _party(message: KeptMessage) -> str:
-    return message.sender.party if message.sender is not None else "operator"
+    return message.sender.party
 
 
 RUN_PREFIX = "replenish-"
@@ -230,12 +238,13 @@ class SkuRecord(BaseModel):
 
         `payload` is what the record keeps: the caller withholds secrets before (the run
         gets the message itself)."""
+        sender = sender or OPERATOR
         active = self.active
         if active is None:
             self.keep(KeptMessage(event=event, payload=payload, at=at, reason="no active replenishment", sender=sender))
             return None
         theirs = [m for m in active.routed if m.sender == sender]
-        party = sender.party if sender is not None else "operator"
+        party = sender.party
         too_many = None
         if len(theirs) >= ROUTED_PER_SENDER:
             too_many = f"too many messages from {party} for one run"
