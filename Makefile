@@ -20,6 +20,8 @@
 #                     `bench: cpu_per_replenishment_ms=X vs_temporal=Ax ... throughput_per_s=Z floor_per_s=F`
 #   make bench-partitions restate-server with 1 and with 2 partitions, back to back (minutes); ends with
 #                     `partitions: p1_cpu_ms=A p2_cpu_ms=B cpu_ratio=Rx ...`
+#   make bench-loglet  restate-server with the replicated and with the local loglet, back to back (minutes);
+#                     ends with `loglet: replicated_cpu_ms=A local_cpu_ms=B cpu_ratio=Rx ...`
 #   make bench-servers    the service on hypercorn and on granian, back to back (minutes); ends with
 #                     `servers: hypercorn_cpu_ms=H granian_cpu_ms=G cpu_ratio=Rx ... throughput_ratio=Tx`
 #   make bench-model-calls  only model calls per replenishment, Claude decider over the stand-in API (seconds);
@@ -45,7 +47,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots lint clean \
-	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions \
+	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet \
 	cluster-test lambda-test
 
 setup: $(INSTALLED) restate
@@ -175,6 +177,9 @@ bench-servers: $(BENCH_INSTALLED) restate
 
 bench-partitions: $(BENCH_INSTALLED) restate
 	$(BIN)/python -m bench.partitions
+
+bench-loglet: $(BENCH_INSTALLED) restate
+	$(BIN)/python -m bench.loglet
 
 # No peers: the bench's own packages and Restate are enough.
 bench-model-calls: $(BENCH_INSTALLED) restate

@@ -249,6 +249,18 @@ class Driver:
         idle = {k: round(v, 4) for k, v in self.idle_rate.items()}
         return {"latency": summary_ms(latencies), **cost, "idle_cpu_per_s": idle}
 
+    async def cold_wake(self, steps: int, n: int, tag: str) -> JSON:
+        """Ours with a short inactivity timeout: `n` runs of `steps` steps started, left until
+        Restate has suspended every one, then woken one by one (`wake`)."""
+        ids = await self.start_bench_runs(steps, n, tag)
+        await self.wait_bench_ready(ids)
+
+        async def all_suspended() -> bool:
+            return await self.suspended_count(ids) >= len(ids)
+
+        await poll(all_suspended, 60, f"{len(ids)} waiting runs to suspend", interval=0.5)
+        return await self.wake(ids)
+
     # --- 2. idle cost --------------------------------------------------------------------
 
     async def pending_approvals(self) -> list[JSON]:

@@ -3,11 +3,14 @@
 Each round starts our whole system afresh (restate-server from the project's `restate.toml`,
 the world, the service) with the service on one server, warms it up, and runs full
 replenishments at one concurrency, reading the CPU of the service and the engine per
-replenishment and the throughput (`bench.scenarios.Driver.throughput`, as the main bench does).
+replenishment and the throughput (`bench.scenarios.Driver.throughput`, as the main bench does);
+then (`--wakes`, 30 by default) wakes suspended runs of 30 journaled steps one by one, reading
+the CPU per cold wake (`Driver.cold_wake`: the engine suspends idle runs after a second there).
 The servers take turns (hypercorn, granian, hypercorn, granian, ...) so that a machine whose
 load drifts hurts both alike; the figures are the median of each server's rounds, and the last
-line gives granian's as a multiple of hypercorn's:
+lines give granian's as a multiple of hypercorn's:
 
+    servers-wake: hypercorn_wake_cpu_ms=H granian_wake_cpu_ms=G wake_cpu_ratio=Rx
     servers: hypercorn_cpu_ms=H granian_cpu_ms=G cpu_ratio=Rx hypercorn_per_s=A granian_per_s=B throughput_ratio=Tx
 
 It is how the default server was chosen (README "Benchmarks"): a few minutes, not part of `make test`.
@@ -29,7 +32,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.ab import comparison, median
+from bench.ab import WAKE_STEPS, add_round_options, closing_lines, median
 from bench.scenarios import Driver
 from bench.systems import Ours
 from replenisher.stack.processes import SERVER_SETTING, Server
@@ -42,12 +45,20 @@ def say(message: str) -> None:
 
 
 async def one_round(
-    server: Server, workdir: Path, concurrency: int, count: int, tag: str, engine_env: Mapping[str, str] | None = None
+    server: Server,
+    workdir: Path,
+    concurrency: int,
+    count: int,
+    tag: str,
+    engine_env: Mapping[str, str] | None = None,
+    wakes: int = 0,
 ) -> JSON:
     """One fresh system (new data dir) with the service on `server` and restate-server given
-    `engine_env` on top of `restate.toml`: warmed up, then `count` replenishments measured."""
+    `engine_env` on top of `restate.toml`: warmed up, then `count` replenishments measured.
+    With `wakes`, that many suspended runs of `WAKE_STEPS` journaled steps are then woken one
+    by one (the main bench's cold wake): the engine suspends idle runs after a second for it."""
     os.environ[SERVER_SETTING] = server
-    system = Ours(workdir, name=f"servers-{tag}", engine_env=engine_env)
+    system = Ours(workdir, name=f"servers-{tag}", engine_env=engine_env, inactivity_timeout="1s" if wakes else None)
     try:
         system.start()
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -55,10 +66,11 @@ async def one_round(
             await driver.throughput(5, 10, "warm")
             await driver.measure_idle(3.0)
             level = await driver.throughput(concurrency, count, "m")
+            woken = await driver.cold_wake(WAKE_STEPS, wakes, "ab") if wakes else None
     finally:
         system.stop()
     cpu = level["cpu_ms_per_op"]
-    return {
+    figures = {
         "server": server,
         "service_ms": cpu["service"],
         "engine_ms": cpu["engine"],
@@ -66,6 +78,14 @@ async def one_round(
         "per_s": level["per_s"],
         "p50_ms": level["latency"]["p50_ms"],
     }
+    if woken is not None:
+        wake_cpu = woken["cpu_ms_per_op"]
+        figures |= {
+            "wake_service_ms": wake_cpu["service"],
+            "wake_engine_ms": wake_cpu["engine"],
+            "wake_cpu_ms": round(wake_cpu["service"] + wake_cpu["engine"], 3),
+        }
+    return figures
 
 
 @dataclass(frozen=True)
@@ -79,21 +99,27 @@ class Side:
 
 
 async def alternate(
-    sides: list[Side], rounds: int, concurrency: int, count: int, workdir: Path
+    sides: list[Side], rounds: int, concurrency: int, count: int, workdir: Path, wakes: int = 0
 ) -> dict[str, list[JSON]]:
     """`rounds` rounds of each side, the sides taking turns, so a machine whose load drifts
-    hurts each alike: each side's figures, by its label. The server setting is put back after."""
+    hurts each alike: each side's figures, by its label (`one_round`'s, with `wakes` cold
+    wakes each round). The server setting is put back after."""
     found: dict[str, list[JSON]] = {side.label: [] for side in sides}
     before = os.environ.get(SERVER_SETTING)
     try:
         for i in range(rounds):
             for n, side in enumerate(sides):
                 say(f"round {i + 1} of {rounds}: {side.label}, {count} replenishments at concurrency {concurrency}")
-                figures = await one_round(side.server, workdir, concurrency, count, f"{n}-{i}", side.engine_env)
+                figures = await one_round(side.server, workdir, concurrency, count, f"{n}-{i}", side.engine_env, wakes)
                 say(
                     f"  {side.label}: service {figures['service_ms']:.1f} ms + engine {figures['engine_ms']:.1f} ms "
                     f"of CPU per replenishment, {figures['per_s']}/s, p50 {figures['p50_ms']:.0f} ms"
                 )
+                if wakes:
+                    say(
+                        f"  {side.label}: service {figures['wake_service_ms']:.1f} ms + engine "
+                        f"{figures['wake_engine_ms']:.1f} ms of CPU per cold wake after {WAKE_STEPS} steps"
+                    )
                 found[side.label].append(figures)
     finally:
         if before is None:
@@ -109,27 +135,30 @@ def say_medians(found: dict[str, list[JSON]]) -> None:
             f"{side}: median service {median(rows, 'service_ms'):.1f} ms + engine {median(rows, 'engine_ms'):.1f} ms "
             f"per replenishment, {median(rows, 'per_s'):.2f}/s over {len(rows)} rounds"
         )
+        if rows and "wake_cpu_ms" in rows[0]:
+            say(
+                f"{side}: median service {median(rows, 'wake_service_ms'):.1f} ms + engine "
+                f"{median(rows, 'wake_engine_ms'):.1f} ms per cold wake after {WAKE_STEPS} steps"
+            )
 
 
-async def compare(rounds: int, concurrency: int, count: int, workdir: Path) -> dict[str, list[JSON]]:
+async def compare(rounds: int, concurrency: int, count: int, workdir: Path, wakes: int = 0) -> dict[str, list[JSON]]:
     order: list[Server] = ["hypercorn", "granian"]
-    return await alternate([Side(server, server) for server in order], rounds, concurrency, count, workdir)
+    return await alternate([Side(server, server) for server in order], rounds, concurrency, count, workdir, wakes)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.servers", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=2, help="rounds per server (default 2)")
-    parser.add_argument("--concurrency", type=int, default=10)
-    parser.add_argument("--count", type=int, default=150, help="replenishments per round")
+    add_round_options(parser, rounds=2)
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="replenisher-servers-"))
     try:
-        found = asyncio.run(compare(args.rounds, args.concurrency, args.count, workdir))
+        found = asyncio.run(compare(args.rounds, args.concurrency, args.count, workdir, args.wakes))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     h, g = found["hypercorn"], found["granian"]
     say_medians(found)
-    print(comparison("servers", ("hypercorn", h), ("granian", g), over="granian"), flush=True)
+    closing_lines("servers", ("hypercorn", h), ("granian", g), over="granian")
     return 0
 
 

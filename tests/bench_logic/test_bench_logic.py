@@ -280,3 +280,32 @@ def test_an_ab_runs_closing_line_gives_the_named_side_as_a_multiple_of_the_other
     )
     with pytest.raises(ValueError, match="neither side"):
         comparison("x", ("a", h), ("b", g), over="c")
+
+
+def test_an_ab_run_that_woke_runs_says_so_in_a_line_before_its_closing_one(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.ab import closing_lines
+
+    replicated = [
+        {"cpu_ms": 80.0, "per_s": 10.0, "wake_cpu_ms": 20.0},
+        {"cpu_ms": 84.0, "per_s": 12.0, "wake_cpu_ms": 22.0},
+    ]
+    local = [{"cpu_ms": 70.0, "per_s": 12.0, "wake_cpu_ms": 16.0}, {"cpu_ms": 66.0, "per_s": 14.0, "wake_cpu_ms": 17.0}]
+    closing_lines("loglet", ("replicated", replicated), ("local", local), over="local")
+    assert capsys.readouterr().out.splitlines() == [
+        "loglet-wake: replicated_wake_cpu_ms=21.0 local_wake_cpu_ms=16.5 wake_cpu_ratio=0.79x",
+        "loglet: replicated_cpu_ms=82.0 local_cpu_ms=68.0 cpu_ratio=0.83x "
+        "replicated_per_s=11.00 local_per_s=13.00 throughput_ratio=1.18x",
+    ]
+    no_wakes = [{k: v for k, v in row.items() if k != "wake_cpu_ms"} for row in replicated]
+    closing_lines("loglet", ("replicated", no_wakes), ("local", no_wakes), over="local")
+    assert capsys.readouterr().out.startswith("loglet: "), "no wake line for rounds that woke nothing"
+
+
+def test_the_loglet_bench_refuses_a_bad_option_before_starting_anything(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.loglet import main
+
+    for bad in (["--wakes", "many"], ["--wakes", "-1"], ["--rounds", "0"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(bad)
+        assert exit_.value.code == 2
+        assert bad[0] in capsys.readouterr().err
