@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,13 +100,25 @@ def unavailable() -> str | None:
     return None
 
 
-class EngineSampler:
-    """`perf record` on restate-server's pid while a burst runs; `stop()` gives the summary."""
+class PerfSampler:
+    """`perf record` on one process while a burst runs; `stop()` gives its report, summarised.
 
-    def __init__(self, pid: int, data: Path, frequency: int = 499) -> None:
+    `fields` are `perf report`'s columns and `summarise` reads that report: restate-server's by
+    symbol (`summarise_report`), the service's by shared object (`bench.service_profile`)."""
+
+    def __init__(
+        self,
+        pid: int,
+        data: Path,
+        frequency: int = 499,
+        fields: str = "overhead,sym",
+        summarise: Callable[[str], dict[str, Any]] = summarise_report,
+    ) -> None:
         self.pid = pid
         self.data = data
         self.frequency = frequency
+        self.fields = fields
+        self.summarise = summarise
         self.process: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
@@ -129,7 +142,7 @@ class EngineSampler:
         _, err = await asyncio.wait_for(self.process.communicate(), 60)
         if not self.data.exists():
             raise RuntimeError(f"perf wrote nothing: {err.decode(errors='replace')[-500:]}")
-        command = ["perf", "report", "-i", str(self.data), "--no-children", "--fields", "overhead,sym"]
+        command = ["perf", "report", "-i", str(self.data), "--no-children", "--fields", self.fields]
         command += ["-g", "none", "--stdio", "--percent-limit", "0"]
         report = await asyncio.to_thread(
             subprocess.run,
@@ -141,6 +154,6 @@ class EngineSampler:
         if report.returncode != 0:
             raise RuntimeError(f"perf report failed: {report.stderr[-500:]}")
         samples = re.search(r"# Samples: (\d+\S*)", report.stdout)
-        summary = summarise_report(report.stdout)
+        summary = self.summarise(report.stdout)
         summary["samples"] = samples.group(1) if samples else None
         return summary

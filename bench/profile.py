@@ -1,5 +1,7 @@
-"""Where our service's CPU goes during full replenishments: py-spy samples, summed by module;
-and where the engine's goes, from `perf` samples of restate-server (`bench.engine_profile`).
+"""Where our service's CPU goes during full replenishments: py-spy samples, summed by module,
+and `perf` samples of the same process, summed by library and kernel work
+(`bench.service_profile`); and where the engine's goes, from `perf` samples of restate-server
+(`bench.engine_profile`).
 
 A separate pass (the samplers cost CPU of their own, so they never run during a measured one):
 a fresh stack, a burst of replenishments at concurrency 50, the service and the engine sampled
@@ -20,8 +22,9 @@ from typing import Any
 
 import aiohttp
 
-from bench.engine_profile import EngineSampler, unavailable
+from bench.engine_profile import PerfSampler, unavailable
 from bench.scenarios import Driver
+from bench.service_profile import summarise_report as summarise_native
 from bench.systems import Ours
 
 GROUPS = [
@@ -142,14 +145,15 @@ async def _profile_wake(system: Ours, say: Callable[[str], None], runs: int = 15
         ids = await driver.start_bench_runs(steps, runs, "prof")
         await driver.wait_bench_ready(ids)
         await asyncio.sleep(2.5)  # past the inactivity timeout: every run suspended
-        engine, why = await _engine_sampler(system, "perf-wake.data", say)
+        perf = await _perf_samplers(system, "wake", say)
         sampler = await _sampled(system.service.pid, raw, rate=1000)
         woke = await driver.wake(ids)
         await _stop(sampler, raw)
-        engine_summary = await engine.stop() if engine else {"unavailable": why}
+        engine_summary, native_summary = await perf.stop()
     summary = summarise(raw)
     summary["cpu_ms_per_wake"] = woke["cpu_ms_per_op"]
     summary["engine"] = engine_summary
+    summary["native"] = native_summary
     _say_shares(say, summary, engine_summary)
     return summary
 
@@ -160,36 +164,59 @@ async def _profile(system: Ours, say: Callable[[str], None], concurrency: int, c
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         driver = Driver(system, session, say)
         await driver.throughput(5, 10, "warm")
-        engine, why = await _engine_sampler(system, "perf.data", say)
+        perf = await _perf_samplers(system, "replenishing", say)
         sampler = await _sampled(system.service.pid, raw)
         level = await driver.throughput(concurrency, count, "prof")
         await _stop(sampler, raw)
-        engine_summary = await engine.stop() if engine else {"unavailable": why}
+        engine_summary, native_summary = await perf.stop()
     summary = summarise(raw)
     summary["throughput_while_sampled"] = level["per_s"]
     summary["cpu_ms_per_replenishment"] = level["cpu_ms_per_op"]
     summary["engine"] = engine_summary
+    summary["native"] = native_summary
     _say_shares(say, summary, engine_summary)
     return summary
 
 
-async def _engine_sampler(
-    system: Ours, name: str, say: Callable[[str], None]
-) -> tuple[EngineSampler | None, str | None]:
-    """`perf` started on restate-server, or None and why it cannot sample here."""
+class PerfPair:
+    """`perf` on restate-server and on the service's Python process, or why it cannot sample here."""
+
+    def __init__(self, engine: PerfSampler | None, service: PerfSampler | None, why: str | None) -> None:
+        self.engine, self.service, self.why = engine, service, why
+
+    async def stop(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The engine's summary and the service's native one, each as `{"unavailable": why}` if not sampled."""
+        missing = {"unavailable": self.why}
+        engine = await self.engine.stop() if self.engine else missing
+        service = await self.service.stop() if self.service else missing
+        return engine, service
+
+
+async def _perf_samplers(system: Ours, tag: str, say: Callable[[str], None]) -> PerfPair:
+    """`perf` started on restate-server and on the service's Python process (both, or neither)."""
     why = await asyncio.to_thread(unavailable)
-    if why is None and system.restate.pid is None:
-        why = "restate-server has no pid"
+    if why is None and (system.restate.pid is None or system.service is None or system.service.pid is None):
+        why = "restate-server or the service has no pid"
     if why is not None:
-        say(f"  the engine is not sampled: {why}")
-        return None, why
-    sampler = EngineSampler(system.restate.pid, system.workdir / name)
-    await sampler.start()
-    return sampler, None
+        say(f"  the engine and the service are not sampled by perf: {why}")
+        return PerfPair(None, None, why)
+    assert system.restate.pid is not None and system.service is not None and system.service.pid is not None
+    engine = PerfSampler(system.restate.pid, system.workdir / f"perf-engine-{tag}.data")
+    service = PerfSampler(
+        python_pid(system.service.pid),
+        system.workdir / f"perf-service-{tag}.data",
+        fields="overhead,dso,sym",
+        summarise=summarise_native,
+    )
+    await engine.start()
+    await service.start()
+    return PerfPair(engine, service, None)
 
 
 def _say_shares(say: Callable[[str], None], service: dict[str, Any], engine: dict[str, Any]) -> None:
     for group, share in service["share"].items():
         say(f"  service {share * 100:5.1f}%  {group}")
+    for group, share in (service.get("native", {}).get("share") or {}).items():
+        say(f"  service {share * 100:5.1f}%  {group} (perf)")
     for group, share in (engine.get("share") or {}).items():
         say(f"  engine  {share * 100:5.1f}%  {group}")

@@ -613,7 +613,7 @@ def profile_table(results: JSON) -> list[str]:
         if hottest:
             frames = "; ".join(f"`{h['frame']}` {h['share'] * 100:.0f}%" for h in hottest[:5])
             lines += ["", f"Hottest frames of the service's own CPU, {label}: {frames}."]
-    return lines + engine_profile_table(profile, wake)
+    return lines + service_native_table(profile, wake) + engine_profile_table(profile, wake)
 
 
 def layer_rows(replenishing: dict[str, float], waking: dict[str, float] | None) -> list[str]:
@@ -627,23 +627,46 @@ def layer_rows(replenishing: dict[str, float], waking: dict[str, float] | None) 
 
 def engine_profile_table(profile: JSON, wake: JSON) -> list[str]:
     """restate-server's CPU by layer, from `perf` in the same pass; or why it was not sampled."""
-    engine, engine_wake = profile.get("engine") or {}, wake.get("engine") or {}
-    if not engine.get("share"):
-        why = engine.get("unavailable")
-        return ["", f"The engine (restate-server) was not sampled in this run: {why}."] if why else []
+    return perf_table(
+        profile.get("engine") or {},
+        wake.get("engine") or {},
+        not_sampled="The engine (restate-server) was not sampled in this run",
+        title="Where the engine's CPU goes (`perf record` on restate-server, the same pass",
+        hottest=("the engine's CPU, replenishing", "replenishing"),
+    )
+
+
+def service_native_table(profile: JSON, wake: JSON) -> list[str]:
+    """The service's CPU by library and kernel work, from `perf` in the same pass (py-spy sees
+    only its Python frames); or why it was not sampled."""
+    return perf_table(
+        profile.get("native") or {},
+        wake.get("native") or {},
+        not_sampled="The service was not sampled by perf in this run",
+        title="Where the service's CPU goes natively (`perf record` on its Python process, the same pass",
+        hottest=("the service's CPU, waking", "waking"),
+    )
+
+
+def perf_table(part: JSON, part_wake: JSON, not_sampled: str, title: str, hottest: tuple[str, str]) -> list[str]:
+    if not part.get("share"):
+        why = part.get("unavailable")
+        return ["", f"{not_sampled}: {why}."] if why else []
     lines = [
         "",
-        f"Where the engine's CPU goes (`perf record` on restate-server, the same pass; {engine.get('samples')} "
-        "samples replenishing" + (f", {engine_wake.get('samples')} waking" if engine_wake.get("share") else "") + "):",
+        f"{title}; {part.get('samples')} samples replenishing"
+        + (f", {part_wake.get('samples')} waking" if part_wake.get("share") else "")
+        + "):",
         "",
         "| layer | replenishing | waking |",
         "|---|---|---|",
     ]
-    lines += layer_rows(engine["share"], engine_wake.get("share"))
-    hottest = engine.get("top_self") or []
-    if hottest:
-        symbols = "; ".join(f"`{h['symbol']}` {h['share'] * 100:.0f}%" for h in hottest[:6])
-        lines += ["", f"Hottest symbols of the engine's CPU, replenishing: {symbols}."]
+    lines += layer_rows(part["share"], part_wake.get("share"))
+    label, which = hottest
+    symbols = ((part if which == "replenishing" else part_wake).get("top_self")) or []
+    if symbols:
+        named = "; ".join(f"`{h['symbol']}` {h['share'] * 100:.0f}%" for h in symbols[:6])
+        lines += ["", f"Hottest symbols of {label}: {named}."]
     return lines
 
 

@@ -266,6 +266,59 @@ def test_the_report_says_why_the_engine_was_not_sampled() -> None:
     assert any(line.startswith("Hottest symbols of the engine's CPU") for line in table)
 
 
+SERVICE_PERF_REPORT = """# Samples: 4K of event 'cpu-clock:ppp'
+#
+    25.00%  [kernel.kallsyms]                          [k] finish_task_switch.isra.0
+    10.00%  libpython3.11.so.1.0                       [.] _PyEval_EvalFrameDefault
+     8.00%  _granian.cpython-311-x86_64-linux-gnu.so   [.] 0x0000000001069702
+     4.00%  _internal.cpython-311-x86_64-linux-gnu.so  [.] restate_sdk_shared_core::vm::CoreVM::notify_input
+     2.00%  _pydantic_core.cpython-311-x86_64-linux-gnu.so  [.] validate_json
+     2.00%  loop.cpython-311-x86_64-linux-gnu.so       [.] __pyx_f_6uvloop_4loop_6Handle__run
+     2.00%  libc.so.6                                  [.] __memmove_avx_unaligned_erms
+     1.00%  [kernel.kallsyms]                          [k] tcp_sendmsg_locked
+     1.00%  [kernel.kallsyms]                          [k] do_syscall_64
+     1.00%  _json.cpython-311-x86_64-linux-gnu.so      [.] scanstring_unicode
+"""
+
+
+def test_the_services_native_samples_go_to_their_libraries_and_add_up_to_the_whole() -> None:
+    from bench.service_profile import LIBRARY_OTHER, summarise_report
+
+    summary = summarise_report(SERVICE_PERF_REPORT)
+    share = summary["share"]
+    total = 56.0
+    assert abs(sum(share.values()) - 1) < 0.01
+    assert share["kernel: switching and waking threads"] == pytest.approx(25 / total, abs=0.001)
+    assert share["kernel: loopback network (to the service)"] == pytest.approx(1 / total, abs=0.001)
+    assert share["kernel: the rest (interrupts, page faults, timers, syscalls)"] == pytest.approx(1 / total, abs=0.001)
+    assert share["granian's Rust side (HTTP/2, handing each message to Python and back)"] == pytest.approx(
+        8 / total, abs=0.001
+    )
+    assert share["the Restate SDK's Rust VM (protocol, journal)"] == pytest.approx(4 / total, abs=0.001)
+    assert share["pydantic-core"] == pytest.approx(2 / total, abs=0.001), "not the SDK's _internal"
+    assert share["uvloop (the event loop)"] == pytest.approx(2 / total, abs=0.001)
+    assert share[LIBRARY_OTHER] == pytest.approx(1 / total, abs=0.001)
+    assert summary["top_self"][0]["symbol"] == "[k] finish_task_switch.isra.0 ([kernel.kallsyms])"
+    assert summarise_report("# nothing sampled\n") == {}
+
+
+def test_the_report_shows_the_services_native_profile_or_why_there_is_none() -> None:
+    from bench.report import service_native_table
+    from bench.service_profile import summarise_report
+
+    native = summarise_report(SERVICE_PERF_REPORT) | {"samples": "4K"}
+    lines = service_native_table({"native": native}, {"native": native | {"samples": "1K"}})
+    assert any(
+        line.startswith("Where the service's CPU goes natively") and "4K samples replenishing, 1K waking" in line
+        for line in lines
+    )
+    assert "| kernel: switching and waking threads | 45% | 45% |" in lines
+    assert lines[-1].startswith("Hottest symbols of the service's CPU, waking: `[k] finish_task_switch.isra.0")
+    why = service_native_table({"native": {"unavailable": "perf is not installed (Debian: linux-perf)"}}, {})
+    assert why[-1] == "The service was not sampled by perf in this run: perf is not installed (Debian: linux-perf)."
+    assert service_native_table({}, {}) == [], "an older results.json without it: no section"
+
+
 def test_an_ab_runs_closing_line_gives_the_named_side_as_a_multiple_of_the_other() -> None:
     from bench.ab import comparison
 
