@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+JSON = dict[str, Any]
+
 # (layer, markers): a symbol belongs to the first layer one of whose markers it contains.
 # Kernel symbols ([k]) are split by what the kernel was doing for the engine.
 KERNEL_GROUPS = [
@@ -66,24 +68,41 @@ def layer_of(kind: str, symbol: str) -> str:
     return next((g for g, markers in groups if any(m in symbol for m in markers)), other)
 
 
-def summarise_report(report: str, top: int = 10) -> dict[str, Any]:
-    """`perf report --fields overhead,sym` text, as shares per layer and the hottest symbols."""
+# A sample's share of the whole, its layer, and how the hottest symbols name it.
+Sample = tuple[float, str, str]
+
+
+def summarise_samples(report: str, read: Callable[[str], Sample | None], layers: list[str], top: int = 10) -> JSON:
+    """A `perf report` text, each line `read` as a sample, summed into shares per layer (all of
+    `layers`, in order) with the hottest symbols; empty when nothing was sampled."""
     shares: Counter[str] = Counter()
     symbols: list[tuple[float, str]] = []
     for line in report.splitlines():
-        if line.startswith("#") or not (m := _LINE.match(line)):
+        if line.startswith("#") or (sample := read(line)) is None:
             continue
-        share, kind, symbol = float(m.group(1)) / 100, m.group(2), m.group(3)
-        shares[layer_of(kind, symbol)] += share
-        symbols.append((share, f"[{kind}] {symbol}"))
+        share, layer, label = sample
+        shares[layer] += share
+        symbols.append((share, label))
     total = sum(shares.values())
     if not total:
         return {}
     symbols.sort(reverse=True)
     return {
-        "share": {g: round(shares[g] / total, 3) for g in LAYERS},
-        "top_self": [{"symbol": s[:120], "share": round(x / total, 3)} for x, s in symbols[:top]],
+        "share": {g: round(shares[g] / total, 3) for g in layers},
+        "top_self": [{"symbol": s[:140], "share": round(x / total, 3)} for x, s in symbols[:top]],
     }
+
+
+def _engine_sample(line: str) -> Sample | None:
+    if not (m := _LINE.match(line)):
+        return None
+    kind, symbol = m.group(2), m.group(3)
+    return float(m.group(1)) / 100, layer_of(kind, symbol), f"[{kind}] {symbol}"[:120]
+
+
+def summarise_report(report: str, top: int = 10) -> JSON:
+    """`perf report --fields overhead,sym` text, as shares per layer and the hottest symbols."""
+    return summarise_samples(report, _engine_sample, LAYERS, top)
 
 
 def unavailable() -> str | None:

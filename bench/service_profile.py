@@ -10,10 +10,9 @@ was doing, so the service's CPU adds up across Python, Rust and the kernel.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Any
 
-from bench.engine_profile import KERNEL_GROUPS, KERNEL_OTHER
+from bench.engine_profile import KERNEL_GROUPS, KERNEL_OTHER, Sample, summarise_samples
 
 # (layer, markers): a user-space sample belongs to the first layer one of whose markers its
 # shared object's name contains.
@@ -37,21 +36,13 @@ def layer_of(kind: str, library: str, symbol: str) -> str:
     return next((g for g, markers in LIBRARY_GROUPS if any(m in library for m in markers)), LIBRARY_OTHER)
 
 
+def _service_sample(line: str) -> Sample | None:
+    if not (m := _LINE.match(line)):
+        return None
+    library, kind, symbol = m.group(2), m.group(3), m.group(4)
+    return float(m.group(1)) / 100, layer_of(kind, library, symbol), f"[{kind}] {symbol} ({library})"
+
+
 def summarise_report(report: str, top: int = 10) -> dict[str, Any]:
     """`perf report --fields overhead,dso,sym` text, as shares per layer and the hottest symbols."""
-    shares: Counter[str] = Counter()
-    symbols: list[tuple[float, str]] = []
-    for line in report.splitlines():
-        if line.startswith("#") or not (m := _LINE.match(line)):
-            continue
-        share, library, kind, symbol = float(m.group(1)) / 100, m.group(2), m.group(3), m.group(4)
-        shares[layer_of(kind, library, symbol)] += share
-        symbols.append((share, f"[{kind}] {symbol} ({library})"))
-    total = sum(shares.values())
-    if not total:
-        return {}
-    symbols.sort(reverse=True)
-    return {
-        "share": {g: round(shares[g] / total, 3) for g in LAYERS},
-        "top_self": [{"symbol": s[:140], "share": round(x / total, 3)} for x, s in symbols[:top]],
-    }
+    return summarise_samples(report, _service_sample, LAYERS, top)
