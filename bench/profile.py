@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 
 from bench.engine_profile import PerfSampler, unavailable
-from bench.scenarios import Driver
+from bench.scenarios import Deadline, Driver
 from bench.service_profile import summarise_report as summarise_native
 from bench.systems import Ours
 
@@ -143,7 +143,7 @@ async def _profile_wake(system: Ours, say: Callable[[str], None], runs: int = 15
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         driver = Driver(system, session, say)
         ids = await driver.start_bench_runs(steps, runs, "prof")
-        await driver.wait_bench_ready(ids)
+        await driver.wait_bench_ready(ids, Deadline(runs, steps * runs))
         await asyncio.sleep(2.5)  # past the inactivity timeout: every run suspended
         perf = await _perf_samplers(system, "wake", say)
         sampler = await _sampled(system.service.pid, raw, rate=1000)

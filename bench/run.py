@@ -26,7 +26,7 @@ import psutil
 from bench.model_calls import run_model_calls
 from bench.plan import PLANS, Plan
 from bench.retry import once_more
-from bench.scenarios import BenchError, Driver, poll
+from bench.scenarios import BenchError, Deadline, Driver, poll
 from bench.systems import DbosPostgres, DbosSqlite, Floor, Ours, System, Temporal
 from replenisher.stack.processes import service_server
 
@@ -129,30 +129,25 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
 
 
 async def wake_up(driver: Driver, plan: Plan, suspending: bool) -> dict[str, Any]:
-    """Hot and cold wakes of runs K steps long; a retry starts fresh runs (new ids)."""
+    """Hot and cold wakes of runs K steps long; a retry starts fresh runs (new ids).
+
+    The hot runs are started, woken and done before the cold ones start: all of them at once
+    (1,260 in the full plan) would be more than Temporal's worker caches (1,000 workflows by
+    default), and a hot run it had evicted would wake cold."""
     system = driver.system
     out: dict[str, Any] = {}
     wake: dict[str, dict[str, Any]] = {"hot": {}, "cold": {}}
-    hot_runs: dict[int, list[str]] = {}
-    cold_runs: dict[int, list[str]] = {}
-    for steps in plan.wake_steps:
-        n = plan.samples(steps)
-        say(f"  {system.name}: {n} runs with {steps} journaled steps, waiting for approval")
-        if not suspending:
-            hot_runs[steps] = await driver.start_bench_runs(steps, n, "hot")
-        if system.restartable or suspending:
-            cold_runs[steps] = await driver.start_bench_runs(steps, n, "cold")
-    # Every run waits before any is woken: a wake must not share the machine with runs still starting.
-    for ids in [*hot_runs.values(), *cold_runs.values()]:
-        await driver.wait_bench_ready(ids)
-    for steps, ids in hot_runs.items():
-        if isinstance(system, Ours) and await driver.suspended_count(ids):
-            # Runs that waited past the one-minute inactivity timeout are no longer hot.
-            raise BenchError(f"runs with {steps} steps suspended before their hot wake: a slower machine")
-        result = await driver.wake(ids)
-        wake["hot"][str(steps)] = result
-        say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
-    if cold_runs:
+    if not suspending:
+        hot_runs = await start_waiting(driver, plan, "hot")
+        for steps, ids in hot_runs.items():
+            if isinstance(system, Ours) and await driver.suspended_count(ids):
+                # Runs that waited past the one-minute inactivity timeout are no longer hot.
+                raise BenchError(f"runs with {steps} steps suspended before their hot wake: a slower machine")
+            result = await driver.wake(ids)
+            wake["hot"][str(steps)] = result
+            say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
+    if system.restartable or suspending:
+        cold_runs = await start_waiting(driver, plan, "cold")
         if suspending:
             cold_ids = [run_id for ids in cold_runs.values() for run_id in ids]
             expected = len(cold_ids)
@@ -177,6 +172,20 @@ async def wake_up(driver: Driver, plan: Plan, suspending: bool) -> dict[str, Any
             say(f"    cold wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
     out["wake"] = wake
     return out
+
+
+async def start_waiting(driver: Driver, plan: Plan, tag: str) -> dict[int, list[str]]:
+    """The plan's runs for each K started, and every one waiting for its approval before any
+    is woken: a wake must not share the machine with runs still starting."""
+    runs: dict[int, list[str]] = {}
+    for steps in plan.wake_steps:
+        n = plan.samples(steps)
+        say(f"  {driver.system.name}: {n} runs with {steps} journaled steps, waiting for approval ({tag})")
+        runs[steps] = await driver.start_bench_runs(steps, n, tag)
+    deadline = Deadline(sum(map(len, runs.values())), sum(steps * len(ids) for steps, ids in runs.items()))
+    for ids in runs.values():
+        await driver.wait_bench_ready(ids, deadline)
+    return runs
 
 
 def cpu_line(result: dict[str, Any]) -> str:

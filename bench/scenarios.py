@@ -56,6 +56,26 @@ async def poll(predicate: Callable[[], Awaitable[Any]], timeout: float, what: st
         await asyncio.sleep(interval)
 
 
+class Deadline:
+    """When runs started together must all be waiting for their approval. They make progress
+    together (a slower peer's engine interleaves their steps), so no run is done long before
+    the last: each is given the time of all the steps started with it, not a time of its own."""
+
+    BASE_S = 300.0
+    PER_STEP_S = 0.05
+
+    def __init__(self, runs: int, steps: int) -> None:
+        self.runs, self.steps = runs, steps
+        self.budget = self.BASE_S + self.PER_STEP_S * steps
+        self.at = time.monotonic() + self.budget
+
+    def left(self) -> float:
+        return max(self.at - time.monotonic(), 0.0)
+
+    def __str__(self) -> str:
+        return f"{self.budget:g}s for the {self.runs} runs of {self.steps} steps in all started together"
+
+
 async def bounded(concurrency: int, items: list[Any], work: Callable[[Any], Awaitable[None]]) -> None:
     queue = list(reversed(items))
 
@@ -224,7 +244,8 @@ class Driver:
         await bounded(4, ids, start)
         return ids
 
-    async def wait_bench_ready(self, ids: list[str], timeout: float = 300) -> None:  # noqa: ASYNC109
+    async def wait_bench_ready(self, ids: list[str], deadline: Deadline) -> None:
+        """Until every run waits for its approval, by the deadline of all the runs started with them."""
         ingress = self.system.ingress_url
         for run_id in ids:
 
@@ -232,7 +253,7 @@ class Driver:
                 async with self.http.post(f"{ingress}/BenchRun/{run_id}/ready", skip_auto_headers=NO_BODY) as r:
                     return r.status == 200 and bool(await r.json(content_type=None))
 
-            await poll(ready, timeout, f"{run_id} to wait for its approval")
+            await poll(ready, deadline.left(), f"{run_id} to wait for its approval ({deadline})")
 
     async def wake(self, ids: list[str]) -> JSON:
         """Resolve each run's approval in turn; time until its next step ran, and the CPU per wake."""
@@ -253,7 +274,7 @@ class Driver:
         """Ours with a short inactivity timeout: `n` runs of `steps` steps started, left until
         Restate has suspended every one, then woken one by one (`wake`)."""
         ids = await self.start_bench_runs(steps, n, tag)
-        await self.wait_bench_ready(ids)
+        await self.wait_bench_ready(ids, Deadline(n, steps * n))
 
         async def all_suspended() -> bool:
             return await self.suspended_count(ids) >= len(ids)
