@@ -18,6 +18,27 @@ from support import REPO_ROOT
 RESULTS = REPO_ROOT / "bench" / "results" / "results.json"
 
 
+# --- waiting on progress, not on a clock ---------------------------------------------------
+
+
+async def test_a_slow_count_that_keeps_growing_is_waited_for_and_a_stalled_one_fails() -> None:
+    from bench.polling import poll_progress
+
+    seen = iter([0, 1, 1, 2, 3])
+
+    async def growing() -> int:
+        return next(seen)
+
+    await poll_progress(growing, 3, stall=5.0, what="runs", interval=0.001)
+    assert next(seen, None) is None, "it read until the target, and no further"
+
+    async def stuck() -> int:
+        return 1
+
+    with pytest.raises(TimeoutError, match=re.escape("runs: 1 of 3, and none more for 0.05s")):
+        await poll_progress(stuck, 3, stall=0.05, what="runs", interval=0.01)
+
+
 # --- one retry, and only one --------------------------------------------------------------
 
 
