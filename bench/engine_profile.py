@@ -68,7 +68,7 @@ def layer_of(kind: str, symbol: str) -> str:
     return next((g for g, markers in groups if any(m in symbol for m in markers)), other)
 
 
-# A sample's share of the whole, its layer, and how the hottest symbols name it.
+# A sample's share of the whole, its layer, and how the hottest symbols name it (already cut to length).
 Sample = tuple[float, str, str]
 
 
@@ -89,7 +89,7 @@ def summarise_samples(report: str, read: Callable[[str], Sample | None], layers:
     symbols.sort(reverse=True)
     return {
         "share": {g: round(shares[g] / total, 3) for g in layers},
-        "top_self": [{"symbol": s[:140], "share": round(x / total, 3)} for x, s in symbols[:top]],
+        "top_self": [{"symbol": s, "share": round(x / total, 3)} for x, s in symbols[:top]],
     }
 
 

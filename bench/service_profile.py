@@ -40,7 +40,7 @@ def _service_sample(line: str) -> Sample | None:
     if not (m := _LINE.match(line)):
         return None
     library, kind, symbol = m.group(2), m.group(3), m.group(4)
-    return float(m.group(1)) / 100, layer_of(kind, library, symbol), f"[{kind}] {symbol} ({library})"
+    return float(m.group(1)) / 100, layer_of(kind, library, symbol), f"[{kind}] {symbol} ({library})"[:140]
 
 
 def summarise_report(report: str, top: int = 10) -> dict[str, Any]:
