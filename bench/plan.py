@@ -16,11 +16,16 @@ class Plan(BaseModel):
     wake_samples_by_k: dict[int, int] = {}
     """Fewer for a K so long that the slower peers would take hours to start that many runs."""
     idle_sizes: list[int]
+    idle_sizes_by_system: dict[str, list[int]] = {}
+    """Smaller sizes for a peer whose fill would take most of the run (see FULL)."""
     idle_wakes: int
     warmup: int = 10
 
     def samples(self, steps: int) -> int:
         return self.wake_samples_by_k.get(steps, self.wake_samples)
+
+    def idle(self, system: str) -> list[int]:
+        return self.idle_sizes_by_system.get(system, self.idle_sizes)
 
 
 QUICK = Plan(
@@ -40,6 +45,10 @@ FULL = Plan(
     wake_samples=200,
     wake_samples_by_k={500: 30},
     idle_sizes=[100, 1000, 10000],
+    # The 10,000 point is for ours (the engine's memory per waiting run) and the asyncio floor.
+    # On 2 cores the peers fill about 5.5 waiting runs a second, so their 9,000 more runs would
+    # take 80 of a run's 190 minutes; their memory per waiting run is read from 100 to 1,000.
+    idle_sizes_by_system={peer: [100, 1000] for peer in ("temporal", "dbos-postgres", "dbos-sqlite")},
     idle_wakes=20,
 )
 

@@ -109,11 +109,12 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
 
         out.update(await once_more("wake-up", lambda a: wake_up(driver, plan, suspending), retries, say))
 
-        say(f"  {system.name}: idle cost at {plan.idle_sizes} waiting replenishments")
+        sizes = plan.idle(system.name)
+        say(f"  {system.name}: idle cost at {sizes} waiting replenishments")
         settle = 2.5 if suspending else 1.0
         out["idle"] = await once_more(
             "idle cost",
-            lambda a: driver.idle_cost(plan.idle_sizes, plan.idle_wakes, settle, tag=f"r{a}" if a else ""),
+            lambda a: driver.idle_cost(sizes, plan.idle_wakes, settle, tag=f"r{a}" if a else ""),
             retries,
             say,
         )

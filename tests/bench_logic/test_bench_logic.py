@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from bench.model_calls import RunCount, lines, per_replenishment
 from bench.plan import FULL, QUICK
-from bench.report import README, readme_table, summary_line, table
+from bench.report import PEERS, README, readme_table, summary_line, table
 from bench.retry import TransientError, once_more
 
 from support import REPO_ROOT
@@ -135,6 +135,14 @@ def test_the_quick_plan_is_large_enough_to_mean_something() -> None:
 def test_the_full_plans_p99_comes_from_200_samples_or_more() -> None:
     assert FULL.samples(30) >= 200
     assert all(count >= 200 for concurrency, count in FULL.throughput)
+
+
+def test_the_full_plan_takes_ours_and_the_floor_to_10000_waiting_and_names_only_real_peers() -> None:
+    for ours in ("restate", "restate-suspending", "asyncio"):
+        assert FULL.idle(ours)[-1] >= 10_000, ours
+    assert set(FULL.idle_sizes_by_system) <= set(PEERS)
+    # A peer's own sizes still give a slope over a tenfold range.
+    assert all(sizes[-1] >= 10 * sizes[0] for sizes in FULL.idle_sizes_by_system.values())
 
 
 # --- the README's table is generated from the committed results -----------------------------
