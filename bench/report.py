@@ -504,6 +504,7 @@ def table(results: JSON) -> str:
             theirs = value(results, peer)
             cells.append(f"{fmt(theirs, unit)} ({ratio(theirs, ours)})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += idle_sizes_lines(results)
     lines += timeout_table(results)
     lines += model_calls_lines(results)
     lines += profile_table(results)
@@ -526,8 +527,29 @@ def table(results: JSON) -> str:
         lines += ["", "Load average (1 min) at the start and end of each system's turn: " + "; ".join(loads) + "."]
     if results.get("failed"):
         lines += ["", "Could not be measured in this run: " + ", ".join(results["failed"])]
-    lines += ["", f"The last line `make bench-quick` printed for these figures: `{summary_line(results)}`"]
+    lines += ["", f"The last line that run printed: `{summary_line(results)}`"]
     return "\n".join(lines) + "\n"
+
+
+def spoken_list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def idle_sizes_lines(results: JSON) -> list[str]:
+    """How many runs waited when each system's idle cost was read: the sizes can differ (see the plan)."""
+    sizes = [
+        data["label"] + " " + spoken_list([f"{point['waiting']:,}" for point in data["idle"]])
+        for data in results["systems"].values()
+        if data.get("idle")
+    ]
+    if not sizes:
+        return []
+    return [
+        "",
+        "Waiting runs when the idle cost was read: " + "; ".join(sizes) + ". Memory per waiting run is the "
+        "growth from the first size to the last, divided by the runs added; the wake of one among the most "
+        "waiting is at the last size.",
+    ]
 
 
 def server_and_memory(meta: JSON) -> str:

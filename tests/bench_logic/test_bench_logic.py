@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from bench.model_calls import RunCount, lines, per_replenishment
 from bench.plan import FULL, QUICK
-from bench.report import PEERS, README, readme_table, summary_line, table
+from bench.report import PEERS, README, idle_sizes_lines, readme_table, summary_line, table
 from bench.retry import TransientError, once_more
 
 from support import REPO_ROOT
@@ -391,3 +391,17 @@ def test_the_loglet_bench_refuses_a_bad_option_before_starting_anything(capsys: 
             main(bad)
         assert exit_.value.code == 2
         assert bad[0] in capsys.readouterr().err
+
+
+def test_the_table_says_how_many_runs_waited_for_each_systems_idle_cost() -> None:
+    results = {
+        "systems": {
+            "restate": {"label": "ours", "idle": [{"waiting": 100}, {"waiting": 980}, {"waiting": 9960}]},
+            "temporal": {"label": "Temporal", "idle": [{"waiting": 100}, {"waiting": 980}]},
+            "asyncio": {"label": "floor"},
+        }
+    }
+    (line,) = [x for x in idle_sizes_lines(results) if x]
+    assert "ours 100, 980 and 9,960; Temporal 100 and 980." in line, line
+    assert "floor" not in line
+    assert idle_sizes_lines({"systems": {"asyncio": {"label": "floor"}}}) == []
