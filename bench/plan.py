@@ -47,7 +47,8 @@ FULL = Plan(
     idle_sizes=[100, 1000, 10000],
     # The 10,000 point is for ours (the engine's memory per waiting run) and the asyncio floor.
     # On 2 cores the peers fill about 5.5 waiting runs a second, so their 9,000 more runs would
-    # take 80 of a run's 190 minutes; their memory per waiting run is read from 100 to 1,000.
+    # add some 80 minutes to a run that took 103 without them (2026-12-04), more than a working
+    # session allows; their memory per waiting run is read from 100 to 1,000.
     idle_sizes_by_system={peer: [100, 1000] for peer in ("temporal", "dbos-postgres", "dbos-sqlite")},
     idle_wakes=20,
 )
