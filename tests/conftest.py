@@ -31,6 +31,7 @@ from replenisher.stack.ports import free_port
 from replenisher.stack.processes import AsgiApp, HypercornApp, RestateServer, service_server
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
 from support import (
+    NO_DOOR_LIMITS,
     REPO_ROOT,
     RESTATE_TEST_ENV,
     RegisteredService,
@@ -89,9 +90,22 @@ def party_secrets(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def inbound(restate_runtime: RestateRuntime, party_secrets: Path, log_dir: Path) -> Iterator[HypercornApp]:
+def world_port() -> int:
+    """Chosen before either starts: the door reads the world's ERP, and the world pushes through the door."""
+    return free_port()
+
+
+@pytest.fixture(scope="session")
+def world_url(world_port: int) -> str:
+    return f"http://127.0.0.1:{world_port}"
+
+
+@pytest.fixture(scope="session")
+def inbound(
+    restate_runtime: RestateRuntime, party_secrets: Path, log_dir: Path, world_url: str
+) -> Iterator[HypercornApp]:
     """The inbound endpoint: outside parties' way to a SKU's address (the world's pushes go here)."""
-    app = inbound_endpoint(restate_runtime.ingress_url, party_secrets, log_dir)
+    app = inbound_endpoint(restate_runtime.ingress_url, party_secrets, log_dir, world_url, extra=NO_DOOR_LIMITS)
     try:
         app.start()
         _session_logs["inbound"] = app
@@ -104,11 +118,11 @@ def inbound(restate_runtime: RestateRuntime, party_secrets: Path, log_dir: Path)
 
 @pytest.fixture(scope="session")
 def world(
-    restate_runtime: RestateRuntime, inbound: HypercornApp, party_secrets: Path, log_dir: Path
+    restate_runtime: RestateRuntime, inbound: HypercornApp, party_secrets: Path, log_dir: Path, world_port: int
 ) -> Iterator[HypercornApp]:
     app = HypercornApp(
         WORLD_APP,
-        free_port(),
+        world_port,
         signed_world_env(restate_runtime.ingress_url, inbound.url, party_secrets),
         name="world",
         log_path=log_dir / "world.log",

@@ -201,16 +201,36 @@ def signed_world_env(ingress_url: str, inbound_url: str, secrets_file: Path) -> 
     return world_env(ingress_url, {"WORLD_INBOUND_URL": inbound_url, "WORLD_PARTY_SECRETS_FILE": str(secrets_file)})
 
 
-def inbound_env(ingress_url: str, secrets_file: Path) -> dict[str, str]:
-    return {"REPLENISHER_INGRESS_URL": ingress_url, "REPLENISHER_PARTY_SECRETS_FILE": str(secrets_file)}
+NO_DOOR_LIMITS = {"REPLENISHER_INBOUND_RATE_PER_PARTY": "0", "REPLENISHER_INBOUND_RATE_PER_SKU": "0"}
+"""The suite's shared door runs without rate limits: its tests send floods on purpose, and the
+limits have tests of their own, each with its own door (e2e/test_inbound_door.py)."""
 
 
-def inbound_endpoint(ingress_url: str, secrets_file: Path, log_dir: Path, name: str = "inbound") -> HypercornApp:
+def inbound_env(
+    ingress_url: str, secrets_file: Path, world_url: str, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A door forwarding to `ingress_url`, reading SKUs' suppliers from the ERP at `world_url`."""
+    return {
+        "REPLENISHER_INGRESS_URL": ingress_url,
+        "REPLENISHER_PARTY_SECRETS_FILE": str(secrets_file),
+        "REPLENISHER_WORLD_URL": world_url,
+        **(extra or {}),
+    }
+
+
+def inbound_endpoint(
+    ingress_url: str,
+    secrets_file: Path,
+    log_dir: Path,
+    world_url: str,
+    name: str = "inbound",
+    extra: Mapping[str, str] | None = None,
+) -> HypercornApp:
     """An inbound endpoint on a free port, forwarding to `ingress_url` (not started)."""
     from replenisher.stack.local import INBOUND_APP
     from replenisher.stack.ports import free_port
 
-    env = inbound_env(ingress_url, secrets_file)
+    env = inbound_env(ingress_url, secrets_file, world_url, extra)
     return HypercornApp(INBOUND_APP, free_port(), env, name=name, log_path=log_dir / f"{name}.log")
 
 

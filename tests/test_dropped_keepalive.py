@@ -127,7 +127,8 @@ async def test_the_inbound_endpoint_sends_again_a_forward_whose_connection_the_i
     secrets_file = tmp_path / "party-secrets.json"
     secrets = new_secrets()
     write_secrets(secrets_file, secrets)
-    env = inbound_env(closing_server.url, secrets_file)
+    # No ERP answers there: the manager's messages go through all the same (the SKU's address checks it).
+    env = inbound_env(closing_server.url, secrets_file, f"http://127.0.0.1:{free_port()}")
     inbound = HypercornApp(INBOUND_APP, free_port(), env, name="inbound", log_path=tmp_path / "inbound.log")
     await asyncio.to_thread(inbound.start)
     try:

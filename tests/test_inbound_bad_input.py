@@ -32,6 +32,8 @@ def endpoint(tmp_path: Path) -> tuple[InboundApp, dict[str, str], list[httpx.Req
     forwarded: list[httpx.Request] = []
 
     def ingress(request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/erp/items/"):  # the ERP's item: acme supplies every SKU here
+            return httpx.Response(200, json={"suppliers": ["acme"]})
         forwarded.append(request)
         return httpx.Response(200, json={"kept": True})
 
@@ -50,6 +52,7 @@ async def post(
     key: str | None = None,
     signed_key: str | None = None,
     version: str = "v2",
+    query: bytes = b"",
 ) -> tuple[int, dict[str, Any]]:
     """Posts `body` signed; `key` is the idempotency-key header, `signed_key` the key signed (`key`)."""
     ts = timestamp if timestamp is not None else str(int(time.time()))
@@ -70,6 +73,7 @@ async def post(
         "method": "POST",
         "path": unquote(raw_path.decode("latin-1")),
         "raw_path": raw_path,
+        "query_string": query,
         "headers": headers,
     }
     sent: list[dict[str, Any]] = []

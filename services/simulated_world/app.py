@@ -180,6 +180,13 @@ async def list_items(world: SimulatedWorld, req: Request) -> Response:
     return ok(ItemList(items=world.erp.all_items(world.clock.now())))
 
 
+@route("GET", "/erp/items/{sku}")
+async def item_suppliers(world: SimulatedWorld, req: Request) -> Response:
+    """One SKU's approved suppliers: the inbound endpoint's check of who may write about it.
+    Not a call of the agent's, so not recorded among them."""
+    return ok(world.erp.suppliers_of(req.path_params["sku"]))
+
+
 @route("GET", "/erp/suppliers", call=("erp", "list_suppliers"))
 async def list_suppliers(world: SimulatedWorld, req: Request) -> Response:
     """The supplier master: ids and names, so people read names rather than ids."""

@@ -79,6 +79,13 @@ class ItemList(BaseModel):
     items: list[ItemStock]
 
 
+class ItemSuppliers(BaseModel):
+    """The item master's approved suppliers of one SKU: what the inbound endpoint checks a supplier against."""
+
+    sku: str
+    suppliers: list[str]
+
+
 def level_after(level: float, since: float, now: float, daily_consumption: float, day_seconds: float) -> float:
     """Stock left after consuming from `level` between `since` and `now`; the shelf never goes negative."""
     elapsed_days = max(0.0, now - since) / day_seconds
@@ -120,6 +127,9 @@ class Erp:
             return self.items[sku]
         except KeyError:
             raise NotFound(f"unknown SKU {sku}") from None
+
+    def suppliers_of(self, sku: str) -> ItemSuppliers:
+        return ItemSuppliers(sku=sku, suppliers=list(self.item(sku).setup.suppliers))
 
     def stock(self, sku: str, now: float) -> StockLevel:
         item = self.item(sku)

@@ -67,9 +67,11 @@ def start_restate(data_dir: Path, log_path: Path, extra_env: Mapping[str, str] |
     return runtime
 
 
-def start_world(ingress_url: str, log_path: Path, extra_env: Mapping[str, str] | None = None) -> HypercornApp:
+def start_world(
+    ingress_url: str, log_path: Path, extra_env: Mapping[str, str] | None = None, port: int | None = None
+) -> HypercornApp:
     env = world_env(ingress_url, extra_env)
-    world = HypercornApp(WORLD_APP, free_port(), env, name="world", log_path=log_path)
+    world = HypercornApp(WORLD_APP, port or free_port(), env, name="world", log_path=log_path)
     world.start()
     try:
         world.wait_ready()

@@ -34,7 +34,7 @@ from replenisher.stack.install import ensure_restate
 from replenisher.stack.local import INBOUND_APP
 from replenisher.stack.ports import RestatePorts, free_port
 from replenisher.stack.processes import HypercornApp
-from support import REPO_ROOT, RESTATE_TEST_ENV, eventually, inbound_env, service_env
+from support import NO_DOOR_LIMITS, REPO_ROOT, RESTATE_TEST_ENV, eventually, inbound_env, service_env
 
 from .stacks import SUMMARY_LINES, load_script, register, start_service, start_world, stop_all
 
@@ -120,6 +120,7 @@ def cluster_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterS
     try:
         cluster.start()
         upstreams = ",".join(node.ingress_url for node in cluster.nodes)
+        world_port = free_port()  # the door reads the world's ERP, and the world pushes through the door
         ingress = _started(
             HypercornApp(
                 FAILOVER_APP,
@@ -133,7 +134,7 @@ def cluster_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterS
             HypercornApp(
                 INBOUND_APP,
                 free_port(),
-                inbound_env(ingress.url, secrets),
+                inbound_env(ingress.url, secrets, f"http://127.0.0.1:{world_port}", NO_DOOR_LIMITS),
                 name="inbound",
                 log_path=root / "inbound.log",
             )
@@ -143,7 +144,7 @@ def cluster_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterS
             "WORLD_INBOUND_URL": inbound.url,
             "WORLD_PARTY_SECRETS_FILE": str(secrets),
         }
-        world = start_world(ingress.url, root / "world.log", world_extra)
+        world = start_world(ingress.url, root / "world.log", world_extra, port=world_port)
         env = service_env(
             world.url,
             {

@@ -279,7 +279,9 @@ async def test_a_captured_request_sent_to_another_replica_is_delivered_once_what
     assert keyed.status_code == 200 and unkeyed.status_code == 200, (keyed.text, unkeyed.text)
     assert len((await scenario.status())["kept"]) == 2
 
-    replica = inbound_endpoint(restate_runtime.ingress_url, party_secrets, log_dir, name="inbound-replica")
+    replica = inbound_endpoint(
+        restate_runtime.ingress_url, party_secrets, log_dir, str(scenario.world.base_url), name="inbound-replica"
+    )
     with serving(replica):
         async with httpx.AsyncClient(base_url=replica.url, timeout=30) as other:
 

@@ -1,6 +1,7 @@
 """The inbound endpoint: outside parties' only way to a SKU's address.
 
-`hypercorn replenisher.inbound.app:app --bind 127.0.0.1:9090`. One route:
+`hypercorn replenisher.inbound.app:app --bind 127.0.0.1:9090` (add `--certfile`/`--keyfile`
+to serve TLS directly). One route:
 
     POST /messages/{sku}   {"event": ..., "payload": {...}}
     x-replenisher-party: supplier:<id> | warehouse | manager
@@ -9,13 +10,22 @@
     idempotency-key: optional, the sender's own, covered by the signature
 
 Checks, in order, each refused with `{"error": reason}` and nothing forwarded: unknown
-path or method 404; body over 64 KiB 413; missing or unknown party, bad signature (a v1
-signature with an idempotency key among them), or a timestamp outside the replay window
-401; the same signature again 409; malformed JSON or fields 400; an event the party may
-not send, or a supplier writing as another, 403.
+path or method 404; behind a TLS proxy, a request the proxy did not mark
+`x-forwarded-proto: https` 403; a query string 400 (the signature does not cover one); body
+over 64 KiB 413; missing or unknown party, bad signature (a v1 signature with an idempotency
+key among them), or a timestamp outside the replay window 401; the same signature again 409;
+malformed JSON or fields 400; an event the party may not send, or a supplier writing as
+another, 403; the party over its rate (per party, and per party and SKU) 429 with
+`Retry-After`; a SKU the ERP does not stock 404 (its item master, `GET /erp/items/<sku>`);
+a supplier the SKU's ERP item does not list 403; an ERP that cannot say which suppliers a
+SKU has 503 (for suppliers only: the manager and the warehouse reach every SKU, and the
+SKU's address checks the ERP itself).
 A message that passes is forwarded to `SkuAgent/{sku}/deliver` on Restate's ingress with
 the authenticated sender stamped on it; the ingress's answer passes through (its 4xx
 too), and an ingress that cannot be reached is a 503.
+
+`GET /stats` gives what was forwarded and refused per party, and the limits, to a client on
+loopback whose request no proxy forwarded (no `x-forwarded-*` or `forwarded` header).
 """
 
 from __future__ import annotations
@@ -33,8 +43,10 @@ import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from replenisher.asgi_body import BodyTooLarge, read_body
-from replenisher.domain.documents import EventKind, Sender, is_sku_id
+from replenisher.domain.documents import EventKind, Sender, SupplierId, is_sku_id
 from replenisher.domain.parties import refusal
+from replenisher.inbound.limits import RateLimits
+from replenisher.inbound.reach import ItemCache
 from replenisher.inbound.replay import SeenSignatures
 from replenisher.inbound.settings import MAX_BODY_BYTES, InboundSettings
 from replenisher.inbound.signing import (
@@ -61,11 +73,24 @@ TIMESTAMP = re.compile(r"[0-9]{1,12}")
 IDEMPOTENCY_KEY = re.compile(r"[!-~]{1,256}")
 
 
+ERP_TIMEOUT = httpx.Timeout(5.0, connect=3.0)
+UNAUTHENTICATED = "(unauthenticated)"
+PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-real-ip")
+LOOPBACK_HOSTS = ("127.0.0.1", "::1")
+
+
 class Refused(Exception):
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.headers = headers or {}
+
+
+class ItemSuppliers(BaseModel):
+    """What the door reads of the ERP's item: its suppliers; the rest is not its business."""
+
+    suppliers: list[SupplierId]
 
 
 class Inbound(BaseModel):
@@ -78,17 +103,25 @@ class Inbound(BaseModel):
 
 
 class Reply:
-    def __init__(self, status: int, body: bytes, content_type: bytes = b"application/json") -> None:
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        content_type: bytes = b"application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.status = status
         self.body = body
         self.content_type = content_type
+        self.headers = headers or {}
 
     @classmethod
-    def error(cls, status: int, reason: str) -> Reply:
-        return cls(status, json.dumps({"error": reason}).encode())
+    def error(cls, status: int, reason: str, headers: dict[str, str] | None = None) -> Reply:
+        return cls(status, json.dumps({"error": reason}).encode(), headers=headers)
 
     async def send(self, send: Send) -> None:
         headers = [(b"content-type", self.content_type), (b"content-length", str(len(self.body)).encode())]
+        headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
         await send({"type": "http.response.start", "status": self.status, "headers": headers})
         await send({"type": "http.response.body", "body": self.body})
 
@@ -99,6 +132,8 @@ class InboundApp:
         self._secrets: dict[str, str] | None = None
         self._seen: SeenSignatures | None = None
         self._client: httpx.AsyncClient | None = None
+        self._limits: RateLimits | None = None
+        self._items: ItemCache | None = None
 
     @property
     def settings(self) -> InboundSettings:
@@ -118,6 +153,18 @@ class InboundApp:
             self._seen = SeenSignatures(self.settings.replay_window_seconds)
         return self._seen
 
+    @property
+    def limits(self) -> RateLimits:
+        if self._limits is None:
+            self._limits = RateLimits.of(self.settings.rate_per_party, self.settings.rate_per_party_and_sku)
+        return self._limits
+
+    @property
+    def items(self) -> ItemCache:
+        if self._items is None:
+            self._items = ItemCache(self.settings.item_cache_seconds)
+        return self._items
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self.lifespan(receive, send)
@@ -128,7 +175,7 @@ class InboundApp:
             reply = await self.handle(scope, receive)
         except Refused as e:
             log.warning("refused %s %s: %d %s", scope["method"], scope["path"][:200], e.status, e.reason)
-            reply = Reply.error(e.status, e.reason)
+            reply = Reply.error(e.status, e.reason, e.headers)
         await reply.send(send)
 
     async def lifespan(self, receive: Receive, send: Send) -> None:
@@ -146,36 +193,90 @@ class InboundApp:
 
     async def handle(self, scope: Scope, receive: Receive) -> Reply:
         method, path = scope["method"], scope["path"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if method == "GET" and path == "/health":
             return Reply(200, b'{"ok":true}')
+        if method == "GET" and path == "/stats":
+            return self.stats(scope, headers)
         if method != "POST" or not path.startswith(PREFIX) or not is_sku_id(path[len(PREFIX) :]):
             raise Refused(404, f"no such endpoint: {method} {path[:200]} (messages go to POST /messages/<sku>)")
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            return await self.receive_message(scope, headers, receive)
+        except Refused as e:
+            self.limits.count_refused(getattr(e, "party", UNAUTHENTICATED), e.status)
+            raise
+
+    async def receive_message(self, scope: Scope, headers: dict[str, str], receive: Receive) -> Reply:
+        if self.settings.tls_proxy and headers.get("x-forwarded-proto", "").lower() != "https":
+            raise Refused(403, "TLS only: the door's TLS proxy marks what it forwards x-forwarded-proto: https")
+        if scope.get("query_string"):
+            raise Refused(400, "no query string on /messages/<sku>: the signature does not cover one")
         # Checked before the signature is spent: the same signed request with a usable key gets through.
         key = headers.get(IDEMPOTENCY_HEADER)
         if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
             raise Refused(400, "idempotency-key: 1 to 256 printable ASCII characters")
         body = await read_posted(headers, receive)
-        raw_path = scope.get("raw_path") or path.encode()
+        raw_path = scope.get("raw_path") or scope["path"].encode()
         sender, signature = self.authenticate(headers, raw_path.decode("latin-1"), body, key)
+        try:
+            reply = await self.pass_on(scope["path"][len(PREFIX) :], sender, body, key or signature)
+        except Refused as e:
+            # Only a delivered message makes its signature spent: a sender retrying the very same
+            # signed request after a refusal (over its rate, the ERP or the ingress away) must get
+            # through. Restate still delivers it once, by its idempotency key.
+            self.seen.forget(signature)
+            e.party = sender.party  # type: ignore[attr-defined]
+            raise
+        if reply.status >= 300:
+            self.seen.forget(signature)
+            self.limits.count_refused(sender.party, reply.status)
+        else:
+            self.limits.count_forwarded(sender.party)
+        return reply
+
+    async def pass_on(self, sku: str, sender: Sender, body: bytes, key: str) -> Reply:
+        """An authenticated message checked for what it says, its rate and its reach, then forwarded.
+
+        `sku` comes from the path, decoded once already; the id holds no character that needs decoding."""
         message = parse(body)
         refused = refusal(sender, message.event, message.payload)
         if refused is not None:
             raise Refused(403, refused)
-        # `path` is decoded once already, and the id holds no character that needs decoding.
-        sku = path[len(PREFIX) :]
-        try:
-            reply = await self.forward(sku, sender, message, key or signature)
-        except Refused:
-            self.seen.forget(signature)
-            raise
-        if reply.status >= 300:
-            # Only a delivered message makes its signature spent: a sender retrying the very same
-            # signed request (within the same second) after a failure must get through. Restate
-            # still delivers it once, by its idempotency key.
-            self.seen.forget(signature)
+        wait = self.limits.retry_after(sender.party, sku, time.monotonic())
+        if wait is not None:
+            over = f"{sender.party!r} is over its rate at this door: send again in {wait}s"
+            raise Refused(429, over, {"retry-after": str(wait)})
+        await self.check_reach(sku, sender)
+        reply = await self.forward(sku, sender, message, key)
         log.info("%s %s for %s: %d", sender.party, message.event, sku[:64], reply.status)
         return reply
+
+    async def check_reach(self, sku: str, sender: Sender) -> None:
+        try:
+            found = await self.items.reach(sku, sender, time.monotonic(), self.read_item)
+        except (httpx.HTTPError, ValidationError, ValueError) as e:
+            if sender.supplier is None:
+                return  # the manager and the warehouse reach every SKU; its address checks the ERP itself
+            away = f"cannot read the SKU's suppliers from the ERP now ({type(e).__name__}); send again"
+            raise Refused(503, away) from e
+        if found == "unknown-sku":
+            raise Refused(404, f"unknown SKU {sku!r}: the ERP does not stock it")
+        if found == "not-a-supplier":
+            raise Refused(403, f"{sender.party!r} does not supply {sku!r}: its ERP item does not list it")
+
+    async def read_item(self, sku: str) -> frozenset[str] | None:
+        url = f"{self.settings.world_url.rstrip('/')}/erp/items/{quote(sku, safe='')}"
+        response = await self.client.get(url, timeout=ERP_TIMEOUT)
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        return frozenset(ItemSuppliers.model_validate_json(response.content).suppliers)
+
+    def stats(self, scope: Scope, headers: dict[str, str]) -> Reply:
+        client = scope.get("client") or ("", 0)
+        if client[0] not in LOOPBACK_HOSTS or any(h in headers for h in PROXY_HEADERS):
+            raise Refused(403, "the door's stats are for operators on this host only")
+        return Reply(200, self.limits.stats().model_dump_json().encode())
 
     def authenticate(self, headers: dict[str, str], path: str, body: bytes, key: str | None) -> tuple[Sender, str]:
         party = headers.get(PARTY_HEADER, "")

@@ -228,7 +228,12 @@ class Stack:
             config_file=cfg.config_file,
         )
         secrets = str(cfg.secrets_file)
-        inbound_env = {"REPLENISHER_INGRESS_URL": cfg.ingress_url, "REPLENISHER_PARTY_SECRETS_FILE": secrets}
+        inbound_env = {
+            "REPLENISHER_INGRESS_URL": cfg.ingress_url,
+            "REPLENISHER_PARTY_SECRETS_FILE": secrets,
+            # The ERP's item master says which SKUs a supplier may write to.
+            "REPLENISHER_WORLD_URL": cfg.world_url,
+        }
         inbound = HypercornApp(
             cfg.inbound_app, cfg.inbound_port, inbound_env, name="inbound", log_path=cfg.log_dir / "inbound.log"
         )
