@@ -23,6 +23,7 @@ import pytest_asyncio
 
 from e2e.scenario import Scenario
 from replenisher.inbound.signing import new_secrets, write_secrets
+from replenisher.inbound.stamp import DOOR_KEY_ENV, write_new_door_key
 from replenisher.keepalive import RetryDroppedKeepAlive
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
@@ -45,6 +46,18 @@ _HTTP_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 # Log tails of these are attached to the report of any failing test that used them.
 _session_logs: dict[str, HypercornApp | RestateServer] = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def door_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The key the inbound endpoint stamps its forwards with and the service checks them by,
+    in the environment of the whole session, so every door and service a test starts shares it
+    (a service without it would take every door-stamped sender for an operator's say)."""
+    path = tmp_path_factory.mktemp("door") / "door-key"
+    write_new_door_key(path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(DOOR_KEY_ENV, str(path))
+        yield path
 
 
 @pytest.fixture(scope="session")

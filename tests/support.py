@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from replenisher.stack.admin import find_deployment, register_deployment
 from replenisher.stack.processes import DEFAULT_READY_TIMEOUT, HypercornApp
@@ -243,3 +243,14 @@ def serving(app: HypercornApp) -> Iterator[HypercornApp]:
         yield app
     finally:
         app.stop()
+
+
+def as_the_door(sku: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A `deliver` body with the stamp the session's inbound endpoint would put on it (the
+    session's door key is in the environment): for a test that plays the door itself."""
+    from replenisher.domain.documents import Sender
+    from replenisher.inbound.stamp import DOOR_KEY_ENV, load_door_key, stamp
+
+    key = load_door_key(Path(os.environ[DOOR_KEY_ENV]))
+    sender = Sender.model_validate(body["sender"])
+    return {**body, "stamp": stamp(key, sku, body["event"], body["payload"], sender, body["received_at"])}

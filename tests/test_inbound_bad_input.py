@@ -19,6 +19,7 @@ import pytest
 from replenisher.inbound.app import InboundApp
 from replenisher.inbound.settings import InboundSettings
 from replenisher.inbound.signing import new_secrets, secret_for, signature, write_secrets
+from replenisher.inbound.stamp import write_new_door_key
 
 REPLY = {"event": "supplier-reply", "payload": {"po_number": "PO-1", "supplier": "acme", "text": "ok"}}
 
@@ -28,7 +29,9 @@ def endpoint(tmp_path: Path) -> tuple[InboundApp, dict[str, str], list[httpx.Req
     secrets = new_secrets()
     path = tmp_path / "secrets.json"
     write_secrets(path, secrets)
-    app = InboundApp(InboundSettings(secrets_file=path, ingress_url="http://ingress"))
+    key = tmp_path / "door-key"
+    write_new_door_key(key)
+    app = InboundApp(InboundSettings(secrets_file=path, door_key_file=key, ingress_url="http://ingress"))
     forwarded: list[httpx.Request] = []
 
     def ingress(request: httpx.Request) -> httpx.Response:

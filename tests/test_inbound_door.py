@@ -17,6 +17,7 @@ from replenisher.inbound.limits import Limiter, RateLimits
 from replenisher.inbound.reach import ItemCache, reach
 from replenisher.inbound.settings import InboundSettings
 from replenisher.inbound.signing import new_secrets, write_secrets
+from replenisher.inbound.stamp import load_door_key, stamp, vouched_sender, write_new_door_key
 from test_inbound_bad_input import REPLY, post
 
 ITEMS = {"SKU-101": ["acme", "bolt"], "SKU-102": ["bolt"]}
@@ -28,7 +29,11 @@ class Door:
         self.secrets = new_secrets()
         path = tmp_path / "secrets.json"
         write_secrets(path, self.secrets)
-        self.app = InboundApp(InboundSettings(secrets_file=path, ingress_url="http://ingress", **settings))
+        key = tmp_path / "door-key"
+        write_new_door_key(key)
+        self.door_key = load_door_key(key)
+        settings = {"secrets_file": path, "door_key_file": key, "ingress_url": "http://ingress", **settings}
+        self.app = InboundApp(InboundSettings.model_validate(settings))
         self.forwarded: list[httpx.Request] = []
         self.erp_reads = 0
         self.erp_down = False
@@ -239,3 +244,53 @@ async def test_the_stats_count_per_party_and_are_shown_only_on_this_host_unproxi
     assert body["limits"] == {"per_party_per_minute": 600.0, "per_party_and_sku_per_minute": 60.0}
     assert (await stats(door, ("203.0.113.9", 5000), []))[0] == 403
     assert (await stats(door, ("127.0.0.1", 5000), [(b"x-forwarded-for", b"203.0.113.9")]))[0] == 403
+
+
+async def test_the_door_stamps_what_it_forwards_so_the_service_believes_the_sender_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    door = Door(tmp_path)
+    assert (await door.send("SKU-101", reply_from("acme", 7)))[0] == 200
+    body = json.loads(door.forwarded[0].content)
+    assert body["sender"] == {"party": "supplier:acme"} and body["stamp"].startswith("door-v1=")
+    said = (door.door_key, "SKU-101", body["event"], body["payload"])
+    assert vouched_sender(*said, Sender(party="supplier:acme"), body["received_at"], body["stamp"]) == (
+        Sender(party="supplier:acme"),
+        body["received_at"],
+    )
+    # Anything changed after the door stamped it is an operator's say, with the arrival its own.
+    operator_said = Sender(party="operator", said="supplier:acme")
+    changes = [
+        (Sender(party="supplier:acme"), body["received_at"] - 3600, body["stamp"]),
+        (Sender(party="manager"), body["received_at"], body["stamp"]),
+        (Sender(party="supplier:acme"), body["received_at"], None),
+    ]
+    for sender, received_at, given in changes:
+        assert vouched_sender(*said, sender, received_at, given) == (
+            sender.model_copy(update={"party": "operator", "said": sender.party}),
+            None,
+        )
+    other_payload = {**body["payload"], "text": "cancel"}
+    assert vouched_sender(
+        door.door_key,
+        "SKU-101",
+        body["event"],
+        other_payload,
+        Sender(party="supplier:acme"),
+        body["received_at"],
+        body["stamp"],
+    ) == (operator_said, None)
+    assert vouched_sender(
+        None,
+        "SKU-101",
+        body["event"],
+        body["payload"],
+        Sender(party="supplier:acme"),
+        body["received_at"],
+        body["stamp"],
+    ) == (operator_said, None), "a service without the door key believes no stated sender"
+    assert vouched_sender(door.door_key, "SKU-101", "supplier-reply", {}, None, None, None)[0].label == "operator"
+    assert operator_said.label == "operator (said: supplier:acme)"
+    assert stamp(b"k" * 32, "SKU-1", "goods", {"a": 1.5}, Sender(party="warehouse"), 1.0) == stamp(
+        b"k" * 32, "SKU-1", "goods", {"a": 1.5}, Sender(party="warehouse"), 1.0
+    )

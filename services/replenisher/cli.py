@@ -278,7 +278,7 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
         if record.kept:
             lines.append(f"kept messages: {len(record.kept) + record.kept_overflow} (no run read them):")
             for m in record.kept[-5:]:
-                lines.append(f"  {m.event} from {m.sender.party} at {clock(m.at)}: {m.reason}")
+                lines.append(f"  {m.event} from {m.sender.label} at {clock(m.at)}: {m.reason}")
         lines += security_lines(record)
         lines += wait_lines(record) + memory_lines(record)
         return "\n".join(lines)

@@ -54,6 +54,10 @@ class Settings(BaseModel):
     # Public keys (`publickeyv1_...`) of the Restate servers allowed to call the service. Empty:
     # any caller that reaches the port is served, so keep the port private.
     identity_keys: tuple[str, ...] = ()
+    # The key the inbound endpoint stamps what it forwards with (REPLENISHER_DOOR_KEY_FILE): a
+    # sender stated on `deliver` counts only under its stamp. None: every stated sender is an operator's say.
+    door_key_file: str | None = None
+    door_key: SecretStr | None = Field(default=None, description="loaded from door_key_file")
     # The Claude decider (REPLENISHER_DECIDER=claude); see README "Running with Claude".
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
@@ -152,6 +156,7 @@ _ENV = {
     "reply_wait_days": "REPLENISHER_REPLY_WAIT_DAYS",
     "goods_grace_days": "REPLENISHER_GOODS_GRACE_DAYS",
     "identity_keys": "REPLENISHER_IDENTITY_KEYS",
+    "door_key_file": "REPLENISHER_DOOR_KEY_FILE",
     "anthropic_api_key": "ANTHROPIC_API_KEY",
     "anthropic_base_url": "REPLENISHER_ANTHROPIC_BASE_URL",
     "claude_model": "REPLENISHER_CLAUDE_MODEL",
@@ -182,6 +187,13 @@ def load_settings() -> Settings:
             raw["calendar"] = load_calendar(Path(path))
         except (OSError, ValueError) as e:
             raise SystemExit(f"invalid replenisher settings: REPLENISHER_CALENDAR_FILE: {e}") from e
+    if isinstance(path := raw.get("door_key_file"), str):
+        from replenisher.inbound.stamp import DoorKeyError, load_door_key
+
+        try:
+            raw["door_key"] = load_door_key(Path(path)).hex()
+        except DoorKeyError as e:
+            raise SystemExit(f"invalid replenisher settings: REPLENISHER_DOOR_KEY_FILE: {e}") from e
     try:
         return Settings.model_validate(raw)
     except ValidationError as e:

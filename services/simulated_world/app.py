@@ -8,6 +8,8 @@ WORLD_PARTY_SECRETS_FILE to push through the inbound endpoint, signed (see setti
 from __future__ import annotations
 
 import logging
+import ssl
+from pathlib import Path
 from typing import Any, cast
 
 import httpx
@@ -339,6 +341,15 @@ async def clear_faults(world: SimulatedWorld, req: Request) -> Response:
 # --- lifecycle -------------------------------------------------------------------------
 
 
+def trusted(ca_file: Path | None) -> ssl.SSLContext | bool:
+    """The system's certificates, and `ca_file`'s besides when given."""
+    if ca_file is None:
+        return True
+    context = ssl.create_default_context()
+    context.load_verify_locations(cafile=str(ca_file))
+    return context
+
+
 async def start() -> SimulatedWorld:
     settings = WorldSettings.from_env()
     door = None
@@ -350,7 +361,7 @@ async def start() -> SimulatedWorld:
             wall_origin=settings.clock_wall_origin,
             calendar_origin=settings.clock_calendar_origin,
         ),
-        httpx.AsyncClient(timeout=PUSH_TIMEOUT),
+        httpx.AsyncClient(timeout=PUSH_TIMEOUT, verify=trusted(settings.inbound_ca_file)),
         str(settings.ingress_url),
         door,
     )

@@ -24,6 +24,8 @@ class WorldSettings(BaseModel):
     """The replenisher's inbound endpoint: when set, every push goes there, signed as its party."""
     party_secrets_file: Path | None = None
     """The party secrets (the same file the inbound endpoint reads); required with `inbound_url`."""
+    inbound_ca_file: Path | None = None
+    """PEM certificates to trust for an `https` inbound URL besides the system's (a self-signed door's own)."""
 
     @model_validator(mode="after")
     def _secrets_with_inbound(self) -> WorldSettings:
@@ -46,6 +48,7 @@ class WorldSettings(BaseModel):
                 ("catalogue", "WORLD_CATALOGUE"),
                 ("inbound_url", "WORLD_INBOUND_URL"),
                 ("party_secrets_file", "WORLD_PARTY_SECRETS_FILE"),
+                ("inbound_ca_file", "WORLD_INBOUND_CA_FILE"),
                 ("clock_wall_origin", "WORLD_CLOCK_WALL_ORIGIN"),
                 ("clock_calendar_origin", "WORLD_CLOCK_CALENDAR_ORIGIN"),
             )

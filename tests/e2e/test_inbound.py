@@ -228,18 +228,18 @@ async def test_a_suppliers_flood_of_kept_messages_cannot_push_out_the_warehouses
     scenario: Scenario, door: httpx.AsyncClient, secrets: dict[str, str]
 ) -> None:
     """Found probing a running stack: the record's kept messages were capped over every sender,
-    so a supplier that does not even supply the SKU pushed the warehouse's goods message (kept:
-    no run was active) out with 100 signed replies. Judged from the SKU's record; the control is
-    that the flood itself is kept up to the cap."""
+    so a supplier pushed the warehouse's goods message (kept: no run was active) out with 100
+    signed replies (then any supplier could; now only one the SKU's ERP item lists). Judged from
+    the SKU's record; the control is that the flood itself is kept up to the cap."""
     await scenario.setup(on_hand=50)  # above safety stock: no run, so every message is kept
     assert (await scenario.check())["started"] is None
     receipt = await scenario.book_goods("GR-KEPT", "PO-EARLIER-1", 5)
     ok(await Party(door, secrets, "warehouse").send(scenario.sku, {"event": "goods", "payload": receipt}))
-    rival = Party(door, secrets, "supplier:acme-rival")
+    rival = Party(door, secrets, f"supplier:{scenario.supplier}")
     gate = asyncio.Semaphore(8)
 
     async def junk(i: int) -> None:
-        payload = {"po_number": f"PO-JUNK-{i}", "supplier": "acme-rival", "text": f"junk {i}"}
+        payload = {"po_number": f"PO-JUNK-{i}", "supplier": scenario.supplier, "text": f"junk {i}"}
         async with gate:
             ok(await rival.send(scenario.sku, {"event": "supplier-reply", "payload": payload}))
 
@@ -320,6 +320,11 @@ async def test_the_readmes_way_to_send_as_a_party_works_as_written(
     section = readme.split("### The inbound endpoint", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```sh\n(.*?)```", section, re.S)
     await scenario.setup(on_hand=50)  # no run: what is delivered is kept
+    # The README writes as acme, which a supplier may only do about a SKU its ERP item lists.
+    acme = {"name": "Acme", "prices": {scenario.sku: 4.0}, "lead_days": 2, "reply_days": 0.5}
+    ok(await scenario.world.put("/admin/suppliers/acme", json=acme))
+    item = {"on_hand": 50, "safety_stock": 20, "target_stock": 100, "suppliers": [scenario.supplier, "acme"]}
+    ok(await scenario.world.put(f"/admin/items/{scenario.sku}", json=item))
     assert (await scenario.check())["started"] is None
     script = (
         block.replace("SKU-101", scenario.sku)

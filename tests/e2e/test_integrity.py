@@ -14,7 +14,7 @@ import pytest
 from e2e.scenario import JSON, Scenario, ok
 from e2e.test_world_moves_on import manager_approving_everything
 from replenisher.stack.runtime import RestateRuntime
-from support import RegisteredService, days, eventually
+from support import RegisteredService, as_the_door, days, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -226,7 +226,9 @@ async def approval_while_the_service_is_down(
         sent_at = time.time()
         assert (sent_at < deadline) is before_deadline, "the test machine is too slow for this timing"
         decision = {"po_number": request["po_number"], "token": request["token"], "approved": True, "by": "manager"}
+        # As the inbound endpoint forwards it, stamped: the arrival time counts only under its stamp.
         body = {"event": "approval", "payload": decision, "sender": {"party": "manager"}, "received_at": sent_at}
+        body = as_the_door(scenario.sku, body)
         sent = await scenario.ingress.post(
             f"/SkuAgent/{scenario.sku}/deliver/send", json=body, headers={"idempotency-key": f"late-{run_id}"}
         )

@@ -8,9 +8,17 @@ address. Times are epoch seconds; money is a unit price in the SKU's currency.
 from __future__ import annotations
 
 import secrets
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
 
 Sku = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
 SKU_ID: TypeAdapter[str] = TypeAdapter(Sku)
@@ -215,9 +223,26 @@ class Sender(Document):
     `operator`: a caller on the internal ingress (an operator, the CLI, the console).
     `manager`, `warehouse`, `supplier:<id>`: an outside party the inbound endpoint
     authenticated by its signature. Never what the message itself claims.
+    An operator who stated a party on the ingress is `operator` still, with what it `said`.
     """
 
     party: str = Field(max_length=80, pattern=PARTY_PATTERN)
+    said: str | None = Field(
+        default=None, max_length=80, pattern=PARTY_PATTERN, description="an operator's stated party, not vouched for"
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unsaid(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written as before when nothing was said: records and journals keep their bytes.
+        data: dict[str, Any] = handler(self)
+        if data.get("said") is None:
+            data.pop("said", None)
+        return data
+
+    @property
+    def label(self) -> str:
+        """How it reads in status, timelines and the console: `operator (said: supplier:acme)`."""
+        return f"{self.party} (said: {self.said})" if self.said else self.party
 
     @property
     def supplier(self) -> str | None:

@@ -19,7 +19,6 @@ from restate.exceptions import TerminalError
 from replenisher.config import settings
 from replenisher.domain.documents import (
     EVENT_PAYLOADS,
-    OPERATOR,
     SKU_ID,
     EventKind,
     GoodsReceipt,
@@ -41,6 +40,7 @@ from replenisher.durable.replenish import run as replenish_run
 from replenisher.durable.steps import step, timed_step
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, describe, validated
+from replenisher.inbound.stamp import vouched_sender
 from replenisher.wiring import wiring
 
 sku_agent = restate.VirtualObject("SkuAgent")
@@ -58,6 +58,11 @@ class Delivery(BaseModel):
     )
     received_at: float | None = Field(
         default=None, ge=0, allow_inf_nan=False, description="the inbound endpoint's clock when it arrived"
+    )
+    stamp: str | None = Field(
+        default=None,
+        max_length=100,
+        description="the inbound endpoint's stamp; without it `sender` is an operator's say",
     )
 
 
@@ -350,13 +355,15 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
         raise bad_request(f"goods receipt for {document.sku!r} sent to {ctx.key()!r}")
     record = await load_or_create(ctx)
     now = await journaled_time(ctx)
-    sender = delivery.sender or OPERATOR
+    sender, received_at = vouched_sender(
+        door_key(), ctx.key(), delivery.event, delivery.payload, delivery.sender, delivery.received_at, delivery.stamp
+    )
     if isinstance(document, GoodsReceipt):
         document = await booked_receipt(ctx, record, document, sender, now)
     payload = document.model_dump(mode="json")
     # A clock ahead of ours must not date a message into the future (deadlines compare to it).
-    arrived_at = min(delivery.received_at, now) if delivery.received_at is not None else now
-    routed = record.route(delivery.event, redacted_payload(payload), arrived_at, delivery.sender)
+    arrived_at = min(received_at, now) if received_at is not None else now
+    routed = record.route(delivery.event, redacted_payload(payload), arrived_at, sender)
     if routed is not None:
         assert record.active is not None
         message = Message(event=routed.event, seq=routed.seq, payload=payload, sender=sender, arrived_at=arrived_at)
@@ -369,6 +376,12 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
         seq=routed.seq if routed else None,
         kept=routed is None,
     )
+
+
+def door_key() -> bytes | None:
+    """The key the inbound endpoint stamps its forwards with, if this service was given it."""
+    key = settings().door_key
+    return bytes.fromhex(key.get_secret_value()) if key is not None else None
 
 
 class ReceiptLookup(BaseModel):

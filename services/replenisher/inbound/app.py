@@ -21,8 +21,9 @@ a supplier the SKU's ERP item does not list 403; an ERP that cannot say which su
 SKU has 503 (for suppliers only: the manager and the warehouse reach every SKU, and the
 SKU's address checks the ERP itself).
 A message that passes is forwarded to `SkuAgent/{sku}/deliver` on Restate's ingress with
-the authenticated sender stamped on it; the ingress's answer passes through (its 4xx
-too), and an ingress that cannot be reached is a 503.
+the authenticated sender and this door's clock on it, under the door's stamp (stamp.py);
+the ingress's answer passes through (its 4xx too), and an ingress that cannot be reached is
+a 503.
 
 `GET /stats` gives what was forwarded and refused per party, and the limits, to a client on
 loopback whose request no proxy forwarded (no `x-forwarded-*` or `forwarded` header).
@@ -58,6 +59,7 @@ from replenisher.inbound.signing import (
     secret_for,
     verify,
 )
+from replenisher.inbound.stamp import load_door_key, stamp
 from replenisher.keepalive import RetryDroppedKeepAlive
 
 log = logging.getLogger("replenisher.inbound")
@@ -134,6 +136,7 @@ class InboundApp:
         self._client: httpx.AsyncClient | None = None
         self._limits: RateLimits | None = None
         self._items: ItemCache | None = None
+        self._door_key: bytes | None = None
 
     @property
     def settings(self) -> InboundSettings:
@@ -152,6 +155,12 @@ class InboundApp:
         if self._seen is None:
             self._seen = SeenSignatures(self.settings.replay_window_seconds)
         return self._seen
+
+    @property
+    def door_key(self) -> bytes:
+        if self._door_key is None:
+            self._door_key = load_door_key(self.settings.door_key_file)
+        return self._door_key
 
     @property
     def limits(self) -> RateLimits:
@@ -182,8 +191,8 @@ class InboundApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                # Fail at start, not at the first message, when the secrets cannot be read.
-                _ = self.secrets
+                # Fail at start, not at the first message, when the secrets or the key cannot be read.
+                _ = self.secrets, self.door_key
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self._client is not None:
@@ -305,7 +314,13 @@ class InboundApp:
 
     async def forward(self, sku: str, sender: Sender, message: Inbound, key: str) -> Reply:
         url = f"{self.settings.ingress_url.rstrip('/')}/SkuAgent/{quote(sku, safe='')}/deliver"
-        body = {**message.model_dump(mode="json"), "sender": sender.model_dump(), "received_at": time.time()}
+        received_at = time.time()
+        body = {
+            **message.model_dump(mode="json"),
+            "sender": sender.model_dump(),
+            "received_at": received_at,
+            "stamp": stamp(self.door_key, sku, message.event, message.payload, sender, received_at),
+        }
         # Keys are per party: one party cannot pre-empt another's message by guessing its key.
         headers = {"idempotency-key": f"{sender.party}/{key}"[:256]}
         try:

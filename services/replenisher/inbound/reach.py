@@ -9,7 +9,7 @@ recently used out first; a message is let through on what was kept. A refusal is
 on an old answer: when what was kept would refuse, the door asks the ERP again, unless it
 asked less than `refusal_seconds` ago (so a flood of refused messages costs at most one ERP
 read per SKU in that time, and the rate limits bound the rest). A supplier added to an item
-reaches it at once; one taken off loses its reach within the ttl.
+reaches it within `refusal_seconds`; one taken off loses its reach within the ttl.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ MAX_BODY_BYTES = 64 * 1024
 _ENV = {
     "ingress_url": "REPLENISHER_INGRESS_URL",
     "secrets_file": "REPLENISHER_PARTY_SECRETS_FILE",
+    "door_key_file": "REPLENISHER_DOOR_KEY_FILE",
     "replay_window_seconds": "REPLENISHER_INBOUND_REPLAY_WINDOW_SECONDS",
     "world_url": "REPLENISHER_WORLD_URL",
     "item_cache_seconds": "REPLENISHER_INBOUND_ITEM_CACHE_SECONDS",
@@ -32,6 +33,9 @@ class InboundSettings(BaseModel):
     """Restate's ingress, where authenticated messages are forwarded (`SkuAgent/<sku>/deliver`)."""
     secrets_file: Path
     """JSON of party to secret, mode 0600; the same file signs the world's messages."""
+    door_key_file: Path
+    """The key (64 hex characters, mode 0600) this door stamps its forwards with; the service has
+    the same file, and believes a stated sender only under a stamp that checks (inbound/stamp.py)."""
     replay_window_seconds: float = Field(default=300.0, gt=0, le=86_400)
     """How far a request's timestamp may be from our clock; signatures are remembered this long."""
     world_url: str = DEFAULT_WORLD_URL

@@ -37,6 +37,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--world-port", type=int, default=defaults.world_port)
     parser.add_argument("--inbound-port", type=int, default=defaults.inbound_port, help="the inbound endpoint")
     parser.add_argument(
+        "--inbound-tls-cert",
+        type=Path,
+        default=None,
+        help="PEM certificate (chain) the inbound endpoint serves HTTPS with; needs --inbound-tls-key",
+    )
+    parser.add_argument("--inbound-tls-key", type=Path, default=None, help="the certificate's PEM private key")
+    parser.add_argument(
         "--day-seconds",
         type=float,
         default=float(os.environ.get("REPLENISHER_DAY_SECONDS", ONE_DAY_SECONDS)),
@@ -73,6 +80,8 @@ def _config(args: argparse.Namespace) -> StackConfig:
         service_port=args.service_port,
         world_port=args.world_port,
         inbound_port=args.inbound_port,
+        inbound_tls_cert=args.inbound_tls_cert,
+        inbound_tls_key=args.inbound_tls_key,
         day_seconds=args.day_seconds,
         calendar_start=args.calendar_start,
         catalogue=args.catalogue,
@@ -110,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     if (args.command == "restart") != (args.process is not None):
         aliases = ", ".join(f"{a} = {n}" for a, n in PROCESS_ALIASES.items())
         parser.error(f"a process name goes with restart, and only with it (e.g. restart service; {aliases})")
+    if (args.inbound_tls_cert is None) != (args.inbound_tls_key is None):
+        parser.error("--inbound-tls-cert and --inbound-tls-key go together: the door serves TLS with both")
+    for given in (args.inbound_tls_cert, args.inbound_tls_key):
+        if given is not None and not given.is_file():
+            parser.error(f"{given}: no such file")
     stack = Stack(_config(args))
     try:
         if args.command == "restart":

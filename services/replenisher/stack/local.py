@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from replenisher.inbound.signing import new_secrets, write_secrets
+from replenisher.inbound.stamp import write_new_door_key
 from replenisher.stack.admin import register_deployment
 from replenisher.stack.ports import LOOPBACK, RestatePorts, ensure_ports_free
 from replenisher.stack.processes import (
@@ -26,6 +27,7 @@ from replenisher.stack.processes import (
     ManagedProcess,
     RestateServer,
     Server,
+    TlsFiles,
     group_runs,
     leftovers,
     pid_runs,
@@ -38,6 +40,7 @@ SERVICE_APP = "replenisher.durable.app:app"
 WORLD_APP = "simulated_world.app:app"
 INBOUND_APP = "replenisher.inbound.app:app"
 SECRETS_FILE = "party-secrets.json"
+DOOR_KEY_FILE = "door-key"
 ONE_DAY_SECONDS = 86_400.0
 SERVICE_NAME = "replenisher"
 # What an operator may call a process on the command line, beside its recorded name.
@@ -71,6 +74,10 @@ class StackConfig(BaseModel):
     service_port: int = 9080
     world_port: int = 9100
     inbound_port: int = 9090
+    # The inbound endpoint serves TLS with these (PEM) when both are given; the world, which
+    # plays every outside party, trusts `inbound_tls_cert` (a self-signed door's own certificate).
+    inbound_tls_cert: Path | None = None
+    inbound_tls_key: Path | None = None
     day_seconds: float = ONE_DAY_SECONDS
     # Calendar instant (epoch seconds) at which a compressed clock starts; None: the moment
     # of `up()`. The world and the service get the same origin, so they agree on the date.
@@ -105,6 +112,11 @@ class StackConfig(BaseModel):
         return self.state_dir / SECRETS_FILE
 
     @property
+    def door_key_file(self) -> Path:
+        """The key the inbound endpoint stamps its forwards with, and the service checks them by."""
+        return self.state_dir / DOOR_KEY_FILE
+
+    @property
     def ingress_url(self) -> str:
         return f"http://{LOOPBACK}:{self.restate.ingress}"
 
@@ -121,8 +133,14 @@ class StackConfig(BaseModel):
         return f"http://{LOOPBACK}:{self.service_port}"
 
     @property
+    def inbound_tls(self) -> TlsFiles | None:
+        if self.inbound_tls_cert is None or self.inbound_tls_key is None:
+            return None
+        return TlsFiles(cert=self.inbound_tls_cert, key=self.inbound_tls_key)
+
+    @property
     def inbound_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.inbound_port}"
+        return f"{'https' if self.inbound_tls else 'http'}://{LOOPBACK}:{self.inbound_port}"
 
     def all_ports(self) -> dict[str, int]:
         return {
@@ -231,11 +249,17 @@ class Stack:
         inbound_env = {
             "REPLENISHER_INGRESS_URL": cfg.ingress_url,
             "REPLENISHER_PARTY_SECRETS_FILE": secrets,
+            "REPLENISHER_DOOR_KEY_FILE": str(cfg.door_key_file),
             # The ERP's item master says which SKUs a supplier may write to.
             "REPLENISHER_WORLD_URL": cfg.world_url,
         }
         inbound = HypercornApp(
-            cfg.inbound_app, cfg.inbound_port, inbound_env, name="inbound", log_path=cfg.log_dir / "inbound.log"
+            cfg.inbound_app,
+            cfg.inbound_port,
+            inbound_env,
+            name="inbound",
+            log_path=cfg.log_dir / "inbound.log",
+            tls=cfg.inbound_tls,
         )
         world_env = {
             "WORLD_INGRESS_URL": cfg.ingress_url,
@@ -243,6 +267,7 @@ class Stack:
             # The world plays every outside party: it signs as each and goes through their door.
             "WORLD_INBOUND_URL": cfg.inbound_url,
             "WORLD_PARTY_SECRETS_FILE": secrets,
+            **({"WORLD_INBOUND_CA_FILE": str(cfg.inbound_tls_cert)} if cfg.inbound_tls_cert else {}),
             **cfg.world_env,
         }
         clock = clock_env(cfg)
@@ -284,6 +309,8 @@ class Stack:
         ensure_ports_free(self.config.all_ports())
         if not self.config.secrets_file.exists():
             write_secrets(self.config.secrets_file, new_secrets())
+        if not self.config.door_key_file.exists():
+            write_new_door_key(self.config.door_key_file)
         compressed = self.config.day_seconds != ONE_DAY_SECONDS or self.config.calendar_start is not None
         if compressed and self.config.clock_wall_origin is None:
             self.config = self.config.model_copy(update={"clock_wall_origin": time.time()})
@@ -367,7 +394,12 @@ class Stack:
 def _service_wiring(cfg: StackConfig) -> dict[str, str]:
     """The settings the stack itself gives the service: where the world is, how long a day is."""
     clock = {f"REPLENISHER_{k}": v for k, v in clock_env(cfg).items()}
-    return {"REPLENISHER_WORLD_URL": cfg.world_url, "REPLENISHER_DAY_SECONDS": format_seconds(cfg.day_seconds), **clock}
+    return {
+        "REPLENISHER_WORLD_URL": cfg.world_url,
+        "REPLENISHER_DAY_SECONDS": format_seconds(cfg.day_seconds),
+        "REPLENISHER_DOOR_KEY_FILE": str(cfg.door_key_file),
+        **clock,
+    }
 
 
 def _process_status(p: ProcessRecord) -> ProcessStatus:

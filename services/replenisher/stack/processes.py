@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
@@ -160,10 +161,10 @@ def terminate_pid(pid: int, stop_signal: int, timeout: float = DEFAULT_STOP_TIME
     _wait_group_gone(pid)
 
 
-def http_answers(url: str, timeout: float = 1.0) -> bool:
+def http_answers(url: str, timeout: float = 1.0, verify: bool = True) -> bool:
     """Any HTTP response counts: the server is accepting and serving requests."""
     try:
-        httpx.get(url, timeout=timeout)
+        httpx.get(url, timeout=timeout, verify=verify)
     except httpx.HTTPError:
         return False
     return True
@@ -392,9 +393,12 @@ def service_server(env: Mapping[str, str] | None = None) -> Server:
     raise ValueError(f"{SERVER_SETTING}={value!r}: choose one of {', '.join(SERVERS)}")
 
 
-def server_argv(server: Server, app: str, host: str, port: int) -> list[str]:
+def server_argv(server: Server, app: str, host: str, port: int, tls: TlsFiles | None = None) -> list[str]:
     if server == "hypercorn":
-        return [sys.executable, "-m", "hypercorn", app, "--bind", f"{host}:{port}", "-w", "0"]
+        served = ["--certfile", str(tls.cert), "--keyfile", str(tls.key)] if tls else []
+        return [sys.executable, "-m", "hypercorn", app, "--bind", f"{host}:{port}", "-w", "0", *served]
+    if tls is not None:
+        raise ValueError("TLS is served by hypercorn here: run the app under hypercorn, or behind a TLS proxy")
     if server == "granian":
         # `--http auto` speaks HTTP/2 to Restate and HTTP/1.1 to the health probe on one port;
         # `asginl`: ASGI without the lifespan protocol, which the Restate app does not speak.
@@ -427,6 +431,14 @@ def server_argv(server: Server, app: str, host: str, port: int) -> list[str]:
     raise ValueError(f"unknown ASGI server {server!r}: choose one of {', '.join(SERVERS)}")
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """A PEM certificate (chain) and its private key: the app serves HTTPS with them."""
+
+    cert: Path
+    key: Path
+
+
 class AsgiApp(ManagedProcess):
     """An ASGI app (`module:attr`) in one process under hypercorn (`-w 0`), or granian with one worker.
 
@@ -446,13 +458,15 @@ class AsgiApp(ManagedProcess):
         health_path: str = "/health",
         ready: Callable[[AsgiApp], bool] | None = None,
         server: Server = "hypercorn",
+        tls: TlsFiles | None = None,
     ) -> None:
         self.app = app
         self.port = port
         self.health_path = health_path
         self.server = server
+        self.tls = tls
         self._ready = ready
-        argv = server_argv(server, app, bind_host, port)
+        argv = server_argv(server, app, bind_host, port, tls)
         label = name or app.split(":", 1)[0]
         super().__init__(
             label,
@@ -467,12 +481,13 @@ class AsgiApp(ManagedProcess):
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{LOOPBACK}:{self.port}"
 
     def is_ready(self) -> bool:
         if self._ready is not None:
             return self._ready(self)
-        return http_answers(f"{self.url}{self.health_path}")
+        # Whether it serves, not whom to trust: the certificate is checked by the app's clients.
+        return http_answers(f"{self.url}{self.health_path}", verify=self.tls is None)
 
 
 # The world, the inbound endpoint and the test helpers always run under hypercorn.

@@ -90,6 +90,9 @@ def channel_words(party: str) -> str:
     ingress (the console or the CLI), or the inbound door, signed with the party's key."""
     if party == "operator":
         return "through the console or CLI"
+    if party.startswith("operator (said: "):
+        said = party.removeprefix("operator (said: ").removesuffix(")")
+        return f"through the internal ingress, by an operator who said it was {said}"
     return f"signed by the {party}'s key"
 
 

@@ -665,6 +665,8 @@ def decision_of(key: str, value: Any) -> Decision | None:
     payload = body.get("payload") if isinstance(body.get("payload"), dict) else body
     sender = body.get("sender")
     channel = sender.get("party") if isinstance(sender, dict) else (sender if isinstance(sender, str) else None)
+    if isinstance(sender, dict) and isinstance(sender.get("said"), str) and isinstance(channel, str):
+        channel = f"{channel} (said: {sender['said']})"[:200]
     up_to = payload.get("up_to")
     arrived = body.get("arrived_at")
     return Decision(

@@ -181,7 +181,7 @@ class WaitForApproval(Wait[ApprovalDecision]):
         approval.decided_by = payload.by
         approval.note = payload.note
         approval.decided_at = arrival.at
-        approval.channel = arrival.sender.party
+        approval.channel = arrival.sender.label
         if not payload.approved:
             approval.status = "rejected"
             state.rejected = True
