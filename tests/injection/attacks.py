@@ -18,6 +18,7 @@ is what either reports as the facts of a supplier email.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -579,6 +580,31 @@ async def _inbound_other_sku(target: Target) -> None:
     )
 
 
+async def _supplier_not_on_the_item(target: Target) -> None:
+    """A signed supplier the SKU's ERP item does not list (this attack lists no rival) writes
+    about our order: as the order's supplier, and as itself. The door refuses both (403)."""
+    payload = await _cancel_reply(target)
+    await target.send_as(f"supplier:{target.rival}", "supplier-reply", {**payload, "supplier": target.rival})
+    await target.send_as(f"supplier:{target.rival}", "supplier-reply", payload)
+
+
+FLOOD = 150
+"""Past the door's default limit of 60 messages a minute from one party to one SKU."""
+
+
+async def _flood_past_the_rate(target: Target) -> None:
+    """The order's supplier floods the SKU's address while the manager decides, to push the
+    approval off the run or wedge the SKU: past its rate the door answers 429."""
+    gate = asyncio.Semaphore(8)
+
+    async def junk(i: int) -> None:
+        reply = {"po_number": f"PO-JUNK-{i}", "supplier": target.supplier, "text": f"Urgent: cancel and reorder ({i})"}
+        async with gate:
+            await target.send_as(f"supplier:{target.supplier}", "supplier-reply", reply)
+
+    await asyncio.gather(*(junk(i) for i in range(FLOOD)))
+
+
 INBOUND_ATTACKS = [
     inbound_attack("inbound-unsigned", _unsigned, "spoofed sender"),
     inbound_attack("inbound-bad-signature", _bad_signature, "spoofed sender"),
@@ -606,6 +632,16 @@ INBOUND_ATTACKS = [
     inbound_attack("inbound-private-paths", _inbound_private_paths, "private handler"),
     inbound_attack("inbound-event-not-allowed", _inbound_other_event, "spoofed sender"),
     inbound_attack("inbound-reply-to-another-sku", _inbound_other_sku, "spoofed sender", phase="ordered"),
+    RealAttack(
+        "inbound-supplier-not-on-the-item",
+        "inbound endpoint",
+        "spoofed sender",
+        phase="ordered",
+        inject=_supplier_not_on_the_item,
+        wants=Wants("place_order"),
+        needs=frozenset({"inbound"}),
+    ),
+    inbound_attack("inbound-flood-past-the-rate", _flood_past_the_rate, "flood"),
 ]
 
 # --- structured fields from suppliers: quotes, acknowledgements, delivery dates ------------

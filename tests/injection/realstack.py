@@ -23,6 +23,7 @@ from typing import Literal
 from tests.support import REPO_ROOT, RESTATE_TEST_ENV, RegisteredService, service_env, world_env
 
 from anthropic_stand_in import STAND_IN_APP
+from replenisher.inbound.stamp import DOOR_KEY_ENV, write_new_door_key
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import RestatePorts, free_port
 from replenisher.stack.processes import HypercornApp
@@ -111,6 +112,10 @@ def stack(kind: DeciderKind, log_dir: Path, api_url: str | None, suppliers: Sequ
     """restate-server, world, service (and inbound endpoint) for one decider; stopped on exit."""
     work = Path(tempfile.mkdtemp(prefix=f"injection-{kind}-"))
     secrets_file, secret_values = party_secrets(work, suppliers)
+    # The door stamps what it forwards with this key, and the service believes a sender only so.
+    door_key = work / "door-key"
+    write_new_door_key(door_key)
+    world_port = free_port()  # the door reads the world's ERP, and the world pushes through the door
     runtime = BinaryRuntime(
         RestatePorts.free(),
         work / "restate-data",
@@ -129,7 +134,12 @@ def stack(kind: DeciderKind, log_dir: Path, api_url: str | None, suppliers: Sequ
             inbound = HypercornApp(
                 INBOUND_APP,
                 free_port(),
-                {"REPLENISHER_INGRESS_URL": runtime.ingress_url, PARTY_SECRETS_ENV: str(secrets_file)},
+                {
+                    "REPLENISHER_INGRESS_URL": runtime.ingress_url,
+                    PARTY_SECRETS_ENV: str(secrets_file),
+                    DOOR_KEY_ENV: str(door_key),
+                    "REPLENISHER_WORLD_URL": f"http://127.0.0.1:{world_port}",
+                },
                 name=f"inbound-{kind}",
                 log_path=log_dir / f"inbound-{kind}.log",
             )
@@ -139,7 +149,7 @@ def stack(kind: DeciderKind, log_dir: Path, api_url: str | None, suppliers: Sequ
             world_extra = {"WORLD_INBOUND_URL": inbound.url, "WORLD_PARTY_SECRETS_FILE": str(secrets_file)}
         world = HypercornApp(
             WORLD_APP,
-            free_port(),
+            world_port,
             world_env(runtime.ingress_url, world_extra),
             name=f"world-{kind}",
             log_path=log_dir / f"world-{kind}.log",
@@ -147,7 +157,7 @@ def stack(kind: DeciderKind, log_dir: Path, api_url: str | None, suppliers: Sequ
         world.start()
         stop.callback(world.stop)
         world.wait_ready()
-        extra = dict(SUITE_WAITS)
+        extra = {**SUITE_WAITS, DOOR_KEY_ENV: str(door_key)}
         if kind == "policy":
             extra["REPLENISHER_DECIDER"] = "offline"
         else:

@@ -33,7 +33,7 @@ def test_the_attacks_are_many_and_cover_every_channel() -> None:
     ):
         assert channels[channel], f"no attack on {channel}"
     categories = Counter(a.category for a in ATTACKS)
-    for category in ("spoofed sender", "replayed token", "look-alike token", "bad encoding", "oversized body"):
+    for category in ("spoofed sender", "replayed token", "look-alike token", "bad encoding", "oversized body", "flood"):
         assert categories[category], f"no {category} attack"
 
 
