@@ -18,9 +18,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx
@@ -123,8 +125,9 @@ def _region(name: str, env: Mapping[str, str]) -> str:
     return region
 
 
-def fetch_key(source: str, env: Mapping[str, str], *, now: datetime | None = None) -> str:
-    """The key kept at `source` (`secretsmanager:...` or `ssm:...`), read with one signed request."""
+def fetch_key(source: str, env: Mapping[str, str], *, now: datetime | None = None, field: str = KEY_ENV) -> str:
+    """The key kept at `source` (`secretsmanager:...` or `ssm:...`), read with one signed request;
+    a secret holding a JSON object gives its `field` entry."""
     kind, _, name = source.partition(":")
     store = _STORES.get(kind)
     if store is None or not name:
@@ -160,19 +163,19 @@ def fetch_key(source: str, env: Mapping[str, str], *, now: datetime | None = Non
     value = answer.get("SecretString") if kind == "secretsmanager" else (answer.get("Parameter") or {}).get("Value")
     if not isinstance(value, str) or not value.strip():
         raise SecretFetchError(f"{source} holds no text value")
-    return _key_in(value.strip())
+    return _key_in(value.strip(), field)
 
 
-def _key_in(value: str) -> str:
+def _key_in(value: str, field: str = KEY_ENV) -> str:
     # A secret made in the console as key/value pairs is a JSON object.
     if value.startswith("{"):
         try:
             pairs = json.loads(value)
         except ValueError:
             return value
-        key = pairs.get(KEY_ENV) if isinstance(pairs, dict) else None
+        key = pairs.get(field) if isinstance(pairs, dict) else None
         if not isinstance(key, str) or not key:
-            raise SecretFetchError(f"the secret is a JSON object without a {KEY_ENV} entry")
+            raise SecretFetchError(f"the secret is a JSON object without a {field} entry")
         return key
     return value
 
@@ -183,4 +186,29 @@ def load_key_into_env(env: MutableMapping[str, str]) -> bool:
     if not source:
         return False
     env[KEY_ENV] = fetch_key(source, env)
+    return True
+
+
+DOOR_KEY_SOURCE_ENV = "REPLENISHER_DOOR_KEY_SOURCE"
+DOOR_KEY_FIELD = "REPLENISHER_DOOR_KEY"
+
+
+def load_door_key_into_env(env: MutableMapping[str, str], directory: Path) -> bool:
+    """With `REPLENISHER_DOOR_KEY_SOURCE` set, fetch the inbound endpoint's door key, write it
+    to a file of its own in `directory` (0600) and point `REPLENISHER_DOOR_KEY_FILE` at it."""
+    from replenisher.inbound.stamp import DOOR_KEY_ENV, DoorKeyError, parse_door_key
+
+    source = env.get(DOOR_KEY_SOURCE_ENV, "").strip()
+    if not source:
+        return False
+    value = fetch_key(source, env, field=DOOR_KEY_FIELD)
+    try:
+        parse_door_key(value)
+    except DoorKeyError as e:
+        raise SecretFetchError(f"{source} holds no door key: {e}") from None
+    path = directory / "replenisher-door-key"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(value)
+    env[DOOR_KEY_ENV] = str(path)
     return True

@@ -184,6 +184,7 @@ import replenisher.durable.lambda_handler  # the function's init
 from replenisher.config import settings
 s = settings()
 print(s.decider, s.anthropic_api_key.get_secret_value() if s.anthropic_api_key else None)
+print(s.door_key.get_secret_value() if s.door_key else None)
 """
 
 
@@ -205,8 +206,31 @@ def test_the_function_reads_its_key_at_start_from_the_zip_alone(aws: StandIn, co
     aws.parameters[PARAMETER] = KEY
     started = _start_function(code_dir, {**_env(aws), "REPLENISHER_ANTHROPIC_KEY_SOURCE": f"ssm:{PARAMETER}"})
     assert started.returncode == 0, started.stderr
-    assert started.stdout.split() == ["claude", KEY]
+    assert started.stdout.split() == ["claude", KEY, "None"]
     assert [s["body"] for s in aws.seen] == [{"Name": PARAMETER, "WithDecryption": True}]
+
+
+DOOR_PARAMETER = "/replenisher/door-key"
+DOOR_KEY = "ab" * 32
+
+
+def test_the_function_reads_the_door_key_at_start_and_refuses_a_value_that_is_not_one(
+    aws: StandIn, code_dir: Path
+) -> None:
+    aws.parameters[PARAMETER] = KEY
+    aws.parameters[DOOR_PARAMETER] = DOOR_KEY
+    sources = {
+        "REPLENISHER_ANTHROPIC_KEY_SOURCE": f"ssm:{PARAMETER}",
+        "REPLENISHER_DOOR_KEY_SOURCE": f"ssm:{DOOR_PARAMETER}",
+    }
+    started = _start_function(code_dir, {**_env(aws), **sources})
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.split() == ["claude", KEY, DOOR_KEY]
+    aws.parameters[DOOR_PARAMETER] = "not-a-key"
+    refused = _start_function(code_dir, {**_env(aws), **sources})
+    assert refused.returncode != 0
+    assert "the inbound endpoint's door key could not be read at start" in refused.stderr
+    assert "holds no door key" in refused.stderr and "not-a-key" not in refused.stderr
 
 
 def test_a_function_that_cannot_read_its_key_fails_its_start(aws: StandIn, code_dir: Path) -> None:
@@ -230,3 +254,5 @@ def test_the_template_wires_the_key_source_and_may_read_only_that_secret() -> No
     assert '"Action": "secretsmanager:GetSecretValue", "Resource": {"Ref": "AnthropicKeySecretArn"}' in policy
     assert '"Action": "ssm:GetParameter"' in policy and "parameter${AnthropicKeyParameterName}" in policy
     assert "ClaudeNeedsItsKey" in template["Rules"]
+    assert "REPLENISHER_DOOR_KEY_SOURCE" in variables and "REPLENISHER_DOOR_KEY" not in variables
+    assert "parameter${DoorKeyParameterName}" in policy

@@ -9,22 +9,30 @@ then returns, and Restate calls it again with the journal when the wait is over.
 With `REPLENISHER_ANTHROPIC_KEY_SOURCE` set (the template sets it from its key parameters), the
 decider's key is read from AWS Secrets Manager or SSM Parameter Store here, at start, before the
 settings are read: a function that cannot read its key fails its init, loudly, rather than run
-without it. See `replenisher.aws_secrets`.
+without it. See `replenisher.aws_secrets`. Likewise the inbound endpoint's door key, with
+`REPLENISHER_DOOR_KEY_SOURCE` (the template's `DoorKeyParameterName`).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from restate.aws_lambda import is_running_on_lambda, wrap_asgi_as_lambda_handler
 
-from replenisher.aws_secrets import SecretFetchError, load_key_into_env
+from replenisher.aws_secrets import SecretFetchError, load_door_key_into_env, load_key_into_env
 
 try:
     load_key_into_env(os.environ)
 except SecretFetchError as exc:
     raise SystemExit(f"the decider's key could not be read at start: {exc}") from exc
+try:
+    # /tmp: the one place a function may write.
+    load_door_key_into_env(os.environ, Path(tempfile.gettempdir()))
+except SecretFetchError as exc:
+    raise SystemExit(f"the inbound endpoint's door key could not be read at start: {exc}") from exc
 
 # Imported after the key is in place: the app reads the settings as it loads.
 from replenisher.durable.app import app
