@@ -200,7 +200,7 @@ async def test_a_refused_choice_is_recorded_and_the_model_asked_again() -> None:
     second = "\n".join(b["text"] for b in api.requests[1]["messages"][0]["content"])
     assert "were refused" in second and "tool=place_order" in second
     assert state.decider_cost.refused == 1 and state.decider_cost.calls == 2
-    assert any("refused claude choice 'place_order'" in e for e in state.security.texts())
+    assert [e.source for e in state.security.recent if "refused claude choice 'place_order'" in e.what] == ["decider"]
 
 
 async def test_a_model_that_keeps_choosing_wrong_hands_the_turn_to_the_rules() -> None:

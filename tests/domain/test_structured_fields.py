@@ -68,6 +68,7 @@ def test_a_quote_that_is_not_what_was_asked_is_refused_and_recorded(changes: dic
     assert [(q.supplier, q.unit_price) for q in state.quotes] == [("bolt", 5.0)]
     assert len(state.quote_failures) == 1 and state.quote_failures[0].startswith("acme: quote refused")
     assert state.security.total == 1 and "quote from acme refused" in state.security.texts()[0]
+    assert state.security.recent[0].source == "supplier:acme", "about the supplier whose quote it was"
 
 
 def test_an_honest_quote_at_the_bounds_is_taken() -> None:
@@ -102,6 +103,7 @@ def test_a_quote_outside_the_contract_is_a_failure_and_a_security_event() -> Non
     assert [q.supplier for q in state.quotes] == ["bolt"]
     assert state.quote_failures == [reason]
     assert state.security.texts() == [f"quote refused: {reason}"] and state.security.total == 1
+    assert state.security.recent[0].source == "supplier:acme"
 
 
 def test_quotes_journaled_before_offers_replay_as_they_did() -> None:
@@ -144,6 +146,7 @@ def test_a_confirmation_that_differs_from_the_po_is_not_adopted(changes: dict[st
     assert state.po == po and state.order is None
     assert state.order_status == "unknown"
     assert "differs from the PO" in state.security.texts()[-1] and "not adopted" in state.security.texts()[-1]
+    assert po is not None and state.security.latest(1)[0].source == f"supplier:{po.supplier}"
     assert allowed(state) == {"check_order_status"}
 
 
