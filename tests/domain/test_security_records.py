@@ -8,6 +8,7 @@ from pathlib import Path
 from tests.domain.factories import T0, new_state, reply, stock
 from tests.domain.test_security_log import exact
 
+from replenisher.deciders.prompt import render_state, untrusted_texts
 from replenisher.domain.documents import Arrival, OrderAck, PurchaseOrder, Sender, SupplierReply
 from replenisher.domain.outcomes import result_of
 from replenisher.domain.security import SecurityNotes
@@ -128,3 +129,16 @@ def test_a_note_from_a_run_on_older_code_is_bare_text_and_still_counts() -> None
     assert log.total == 2 and {e.source for e in log.recent} == {UNKNOWN_SOURCE}
     assert all(e.first_at == e.last_at == T0 for e in log.recent)
     assert SecurityNote.model_validate({"what": "x", "count": 3}).count == 3
+
+
+def test_the_deciders_prompt_shows_the_latest_few_with_their_counts_and_the_total() -> None:
+    state = new_state()
+    state.record_security_event("manager", "approval refused: oldest")
+    for i in range(5):
+        state.record_security_event("supplier:bolt", f"reply {i} refused")
+    for _ in range(7):
+        state.record_security_event("supplier:bolt", "reply 4 refused")
+    label, text = untrusted_texts(state)[-1]
+    assert label == "security events (may quote outside text)"
+    assert text.splitlines() == [f"reply {i} refused" for i in range(4)] + ["reply 4 refused (8 times)"]
+    assert "Security events recorded in this run: 13." in render_state(state, state.now)
