@@ -99,8 +99,15 @@ def _old_entries(events: list[tuple[str, float, str | None]], first_seq: int) ->
             entries.append({**same, "count": same["count"] + 1, "last_at": max(same["last_at"], at)})
             continue
         entries.append(
-            {"seq": first_seq + n, "source": "unknown", "what": what, "count": 1, "first_at": at, "last_at": at}
-            | {"run_id": run_id}
+            {
+                "seq": first_seq + n,
+                "source": "unknown",
+                "what": what,
+                "count": 1,
+                "first_at": at,
+                "last_at": at,
+                "run_id": run_id,
+            }
         )
     return entries
 
