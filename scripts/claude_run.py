@@ -54,8 +54,9 @@ async def main(model: str, poison: bool, budget: float) -> int:
         tokens = decision.usage.input_tokens + decision.usage.output_tokens if decision.usage else 0
         print(f"{turn.turn:>2} {turn.tool:<24} [{decision.decider}, {tokens} tokens] {turn.reason}")
         print(f"   -> {turn.summary}")
-    for event in run.state.security_events:
-        print(f"security: {event}")
+    for entry in run.state.security.recent:
+        times = f" ({entry.count} times)" if entry.count > 1 else ""
+        print(f"security: {entry.source}: {entry.what}{times}")
     cost = run.result.cost
     print(
         f"outcome: {run.result.outcome} ({run.result.detail}); bought {run.result.quantity_ordered} from "

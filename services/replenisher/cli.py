@@ -31,7 +31,7 @@ from replenisher.domain.costs import CostLedger
 from replenisher.domain.documents import EVENT_PAYLOADS
 from replenisher.domain.sku import SkuRecord
 from replenisher.loop.request import describe
-from replenisher.timeline.format import clock, duration, shorten
+from replenisher.timeline.format import clock, duration, security_entry, security_tally, shorten
 from replenisher.timeline.model import decision_from_approval
 from replenisher.timeline.restate import (
     Accepted,
@@ -330,13 +330,17 @@ def paused_lines(paused: Sequence[PausedCall], note: str) -> list[str]:
 
 def security_lines(record: SkuRecord, shown: int = 5) -> list[str]:
     """What the rules refused for this SKU (forged or mismatched messages, a model's refused
-    choice): the total and the latest few, newest first; nothing when there were none."""
+    choice, a flood past a sender's share): the exact total, what was collapsed or dropped,
+    and the latest few entries, newest first; nothing when there were none."""
     log = record.security
     if log.total == 0:
         return []
     lines = [f"security events: {log.total} (refused, nothing changed; latest first):"]
-    for event in log.recent[-shown:][::-1]:
-        lines.append(f"  {clock(event.at)} {event.run_id}: {shorten(event.what, 100)}")
+    tally = security_tally(log)
+    if tally:
+        lines.append(f"  ({tally})")
+    for entry in log.latest(shown):
+        lines.append("  " + shorten(security_entry(entry, run=True), 160))
     return lines
 
 

@@ -200,7 +200,7 @@ async def test_a_refused_choice_is_recorded_and_the_model_asked_again() -> None:
     second = "\n".join(b["text"] for b in api.requests[1]["messages"][0]["content"])
     assert "were refused" in second and "tool=place_order" in second
     assert state.decider_cost.refused == 1 and state.decider_cost.calls == 2
-    assert any("refused claude choice 'place_order'" in e for e in state.security_events)
+    assert [e.source for e in state.security.recent if "refused claude choice 'place_order'" in e.what] == ["decider"]
 
 
 async def test_a_model_that_keeps_choosing_wrong_hands_the_turn_to_the_rules() -> None:
@@ -213,7 +213,7 @@ async def test_a_model_that_keeps_choosing_wrong_hands_the_turn_to_the_rules() -
     assert decision.args == {"quote_id": min(state.quotes, key=lambda q: q.unit_price).quote_id}
     assert "rules took the turn" in decision.reason
     assert state.decider_cost.refused == 3 and state.decider_cost.fallbacks == 1
-    assert sum("no quote 'nope' on the table" in e for e in state.security_events) == 3
+    assert sum(e.count for e in state.security.recent if "no quote 'nope' on the table" in e.what) == 3
 
 
 async def test_arguments_outside_the_schema_are_refused() -> None:
@@ -226,7 +226,7 @@ async def test_arguments_outside_the_schema_are_refused() -> None:
     terms = DeciderTerms(asks_per_turn=1)
     decision = await decide_turn(1, state, offered, ask_with_retries(decider(api), state, offered), terms)
     assert decision.decider == "offline"
-    assert any("unit_price: Extra inputs are not permitted" in e for e in state.security_events)
+    assert any("unit_price: Extra inputs are not permitted" in e for e in state.security.texts())
 
 
 # --- failures of the API -----------------------------------------------------------------

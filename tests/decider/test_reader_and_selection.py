@@ -80,7 +80,7 @@ async def test_a_persuaded_reading_changes_nothing_but_the_notes() -> None:
     ReadSupplierReply().apply(state, NoArgs(), facts)
     assert state.order == order and state.approval.approved_up_to == approved_up_to
     assert state.approval.status == "approved" and state.approval.decided_by == "manager"
-    events = "\n".join(state.security_events)
+    events = "\n".join(state.security.texts())
     assert "fields that are never taken: approved, approved_up_to, bank_account" in events
     assert "invalid delivery_days" in events
     assert "quantity 5000, not the ordered 95" in events

@@ -19,7 +19,7 @@ def test_a_sku_record_written_by_version_1_reads_as_the_current_version() -> Non
     raw = json.loads((FIXTURES / "sku_record_v1.json").read_text())
     assert raw["schema_version"] == 1 and "po_number" not in raw["kept"][0]
     record = SkuRecord.model_validate(raw)
-    assert record.schema_version == SKU_SCHEMA_VERSION == 3
+    assert record.schema_version == SKU_SCHEMA_VERSION == 4
     assert record.reconciling is None and record.memory.suppliers == {}
     assert [m.po_number for m in record.kept] == ["PO-SKU-OLD-1-1", "PO-SKU-OLD-1-1"]
     assert record.outcomes[0].outcome == "cancelled" and record.stats.runs == 1
@@ -31,7 +31,7 @@ def test_a_sku_record_written_by_version_1_reads_as_the_current_version() -> Non
 def test_a_run_state_written_by_version_1_reads_as_the_current_version() -> None:
     raw = (FIXTURES / "replenish_state_v1.json").read_text()
     state = State.model_validate_json(raw)
-    assert state.schema_version == STATE_SCHEMA_VERSION == 6
+    assert state.schema_version == STATE_SCHEMA_VERSION == 7
     assert state.failed_status_checks == 1 and state.order_status == "unknown"
     # v3's clock starts at the latest time v1 recorded, so quotes are judged as of then.
     assert state.now == max(t for t in (state.started_at, state.ordered_at, state.last_chase_at) if t is not None)

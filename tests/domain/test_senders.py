@@ -42,7 +42,9 @@ def test_an_approval_from_another_party_is_refused_even_with_the_token(party: st
     assert tool.refusal(state, approval(state), came_from(party)) is not None
     tool.apply(state, approval(state), came_from(party))
     assert state.approval is not None and state.approval.status == "pending" and state.approval.channel is None
-    assert any("not through the manager's channel" in e for e in state.security_events)
+    assert any("not through the manager's channel" in e for e in state.security.texts())
+    [event] = state.security.recent
+    assert (event.source, event.last_at) == (party, T0 + 5), "about the sender, when it arrived"
 
 
 def test_tokens_compare_as_bytes_whatever_they_hold() -> None:
@@ -61,7 +63,8 @@ def test_a_supplier_reply_counts_only_from_the_orders_supplier() -> None:
     spoofed = tool.refusal(state, reply(state), came_from("supplier:bolt"))
     assert spoofed is not None and "not by the order's supplier 'acme'" in spoofed
     tool.apply(state, reply(state), came_from("supplier:bolt"))
-    assert state.unread_reply is None and len(state.security_events) == 1
+    assert state.unread_reply is None and state.security.total == 1
+    assert state.security.recent[0].source == "supplier:bolt"
     tool.apply(state, reply(state), came_from("supplier:acme"))
     assert state.unread_reply is not None
 

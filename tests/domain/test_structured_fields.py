@@ -67,14 +67,15 @@ def test_a_quote_that_is_not_what_was_asked_is_refused_and_recorded(changes: dic
     state = quoted(offered("acme", **changes), offered("bolt", quote_id="bolt-q", unit_price=5.0))
     assert [(q.supplier, q.unit_price) for q in state.quotes] == [("bolt", 5.0)]
     assert len(state.quote_failures) == 1 and state.quote_failures[0].startswith("acme: quote refused")
-    assert len(state.security_events) == 1 and "quote from acme refused" in state.security_events[0]
+    assert state.security.total == 1 and "quote from acme refused" in state.security.texts()[0]
+    assert state.security.recent[0].source == "supplier:acme", "about the supplier whose quote it was"
 
 
 def test_an_honest_quote_at_the_bounds_is_taken() -> None:
     edge = offered("acme", valid_until=NOW + MAX_QUOTE_VALID_DAYS * DAY, lead_days=MAX_QUOTE_LEAD_DAYS)
     state = quoted(edge, offered("bolt", quote_id="bolt-q", unit_price=MAX_QUOTE_UNIT_PRICE))
     assert {q.supplier for q in state.quotes} == {"acme", "bolt"}
-    assert state.quote_failures == [] and state.security_events == []
+    assert state.quote_failures == [] and state.security.total == 0
 
 
 def test_a_slow_answer_neither_expires_an_honest_quote_nor_stretches_the_validity_bound() -> None:
@@ -84,16 +85,16 @@ def test_a_slow_answer_neither_expires_an_honest_quote_nor_stretches_the_validit
     state = new_state()
     result = QuotesResult(offers=[longest, brief], at=NOW, answered_at=NOW + 2 * DAY)
     GetQuotes().apply(state, NO, result)
-    assert {q.supplier for q in state.quotes} == {"acme", "bolt"} and state.security_events == []
+    assert {q.supplier for q in state.quotes} == {"acme", "bolt"} and state.security.total == 0
     too_long = offered("acme", valid_until=NOW + (3 + MAX_QUOTE_VALID_DAYS) * DAY)
     GetQuotes().apply(state, NO, result.model_copy(update={"offers": [too_long]}))
-    assert state.quotes == [] and "valid for" in state.security_events[-1]
+    assert state.quotes == [] and "valid for" in state.security.texts()[-1]
 
 
 def test_a_second_quote_under_the_same_id_is_refused() -> None:
     state = quoted(offered("acme", quote_id="same"), offered("bolt", quote_id="same", unit_price=5.0))
     assert [q.supplier for q in state.quotes] == ["acme"]
-    assert "repeats quote id" in state.security_events[0]
+    assert "repeats quote id" in state.security.texts()[0]
 
 
 def test_a_quote_outside_the_contract_is_a_failure_and_a_security_event() -> None:
@@ -101,13 +102,14 @@ def test_a_quote_outside_the_contract_is_a_failure_and_a_security_event() -> Non
     state = quoted(offered("bolt", unit_price=5.0), malformed=(reason,))
     assert [q.supplier for q in state.quotes] == ["bolt"]
     assert state.quote_failures == [reason]
-    assert state.security_events == [f"quote refused: {reason}"]
+    assert state.security.texts() == [f"quote refused: {reason}"] and state.security.total == 1
+    assert state.security.recent[0].source == "supplier:acme"
 
 
 def test_quotes_journaled_before_offers_replay_as_they_did() -> None:
     state = new_state()
     GetQuotes().apply(state, NO, QuotesResult(quotes=[quote("bolt", 5.0), quote("acme", 4.0)]))
-    assert [q.supplier for q in state.quotes] == ["acme", "bolt"] and state.security_events == []
+    assert [q.supplier for q in state.quotes] == ["acme", "bolt"] and state.security.total == 0
 
 
 def test_impersonated_quotes_are_never_ordered_against() -> None:
@@ -143,14 +145,15 @@ def test_a_confirmation_that_differs_from_the_po_is_not_adopted(changes: dict[st
     PlaceOrder().apply(state, NO, PlaceOrderResult(status="placed", ack=lying_ack(state, **changes), at=NOW))
     assert state.po == po and state.order is None
     assert state.order_status == "unknown"
-    assert "differs from the PO" in state.security_events[-1] and "not adopted" in state.security_events[-1]
+    assert "differs from the PO" in state.security.texts()[-1] and "not adopted" in state.security.texts()[-1]
+    assert po is not None and state.security.latest(1)[0].source == f"supplier:{po.supplier}"
     assert allowed(state) == {"check_order_status"}
 
 
 def test_a_confirmation_that_only_names_its_own_order_id_is_adopted() -> None:
     state = approved()
     PlaceOrder().apply(state, NO, PlaceOrderResult(status="placed", ack=lying_ack(state, order_id="X-9"), at=NOW))
-    assert state.order_status == "placed" and state.order is not None and state.security_events == []
+    assert state.order_status == "placed" and state.order is not None and state.security.total == 0
 
 
 def test_a_mismatching_answer_by_po_number_keeps_the_order_unknown_and_backs_off() -> None:
@@ -166,7 +169,7 @@ def test_a_mismatching_answer_by_po_number_keeps_the_order_unknown_and_backs_off
 def test_an_answer_outside_the_contract_is_recorded_and_leaves_the_order_unknown() -> None:
     state = approved()
     PlaceOrder().apply_failure(state, NO, f"refused by the other side: {Malformed('OrderAck: order_id').reason}")
-    assert state.order_status == "unknown" and "broke the contract" in state.security_events[-1]
+    assert state.order_status == "unknown" and "broke the contract" in state.security.texts()[-1]
 
 
 def test_a_supplier_that_keeps_answering_other_terms_ends_the_run_unknown_having_ordered_once() -> None:
@@ -179,7 +182,7 @@ def test_a_supplier_that_keeps_answering_other_terms_ends_the_run_unknown_having
     assert used.count("place_order") == 1
     assert used.count("check_order_status") == MAX_STATUS_CHECKS and used[-1] == "done"
     assert outcome_of(state)[0] == "unknown" and state.order is None
-    assert len(state.security_events) == 1 + MAX_STATUS_CHECKS
+    assert state.security.total == 1 + MAX_STATUS_CHECKS
 
 
 def test_an_accepted_time_in_the_future_does_not_push_the_deadlines_out() -> None:
@@ -215,14 +218,14 @@ def test_a_delivery_a_year_away_is_chased_and_the_goods_wait_is_bounded() -> Non
     assert bound == 15.0  # three times the quoted 5 days
     read(state, "We confirm the order. Expected delivery in 365 days.")
     assert state.supplier_overdue and "chase_supplier" in allowed(state)
-    assert "beyond the bound" in state.security_events[-1]
+    assert "beyond the bound" in state.security.texts()[-1]
     assert WaitForGoods().deadline(state) <= NOW + (bound + state.waits.goods_grace) * DAY
 
 
 def test_a_delivery_within_the_bound_is_waited_for_as_stated() -> None:
     state = ordered()
     read(state, "We confirm the order. Expected delivery in 12 days.")
-    assert not state.supplier_overdue and state.security_events == []
+    assert not state.supplier_overdue and state.security.total == 0
     assert WaitForGoods().deadline(state) == NOW + (12 + state.waits.goods_grace) * DAY
 
 

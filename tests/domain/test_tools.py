@@ -127,7 +127,7 @@ def test_approval_without_the_matching_token_is_refused_and_recorded() -> None:
     assert state.approval is not None and state.approval.status == "pending"
     assert "place_order" not in allowed(state)
     assert "wait_for_approval" in allowed(state)
-    assert any("token" in e for e in state.security_events)
+    assert any("token" in e for e in state.security.texts())
 
 
 def test_rejection_and_approval_below_the_price_both_end_as_rejected() -> None:
@@ -226,7 +226,7 @@ def test_a_reply_about_another_order_is_ignored() -> None:
     state = ordered()
     other = reply(state).model_copy(update={"po_number": "PO-OTHER"})
     WaitForSupplierReply().apply(state, other)
-    assert state.unread_reply is None and state.security_events
+    assert state.unread_reply is None and state.security.total
 
 
 def test_reply_facts_are_extracted_not_obeyed() -> None:
@@ -237,7 +237,7 @@ def test_reply_facts_are_extracted_not_obeyed() -> None:
     ReadSupplierReply().apply(state, NO, extract_reply_facts(state.unread_reply.text if state.unread_reply else "", T0))
     assert state.order is not None and state.order.unit_price == 4.0
     assert state.approval is not None and state.approval.approved_up_to == 4.0
-    assert any("ignored" in e for e in state.security_events)
+    assert any("ignored" in e for e in state.security.texts())
 
 
 def test_partial_deliveries_add_up_and_duplicates_do_not_count_twice() -> None:

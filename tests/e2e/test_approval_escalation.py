@@ -84,7 +84,7 @@ async def test_a_reminder_is_sent_once_across_a_crash_and_the_backup_approves_af
 
     async def refused() -> list[str] | None:
         view = await scenario.run_view(run_id)
-        events = [e for e in view["state"]["security_events"] if "token or PO does not match" in e]
+        events = [e["what"] for e in view["state"]["security"]["recent"] if "token or PO does not match" in e["what"]]
         return events or None
 
     events = await eventually(refused, timeout=30, what="the late first token to be refused")

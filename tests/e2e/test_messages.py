@@ -45,7 +45,7 @@ async def test_messages_before_the_wait_and_several_of_one_kind_are_each_consume
     state = view["state"]
     assert state["receipts"] == ["r1", "r2"] and state["received_quantity"] == 95
     assert state["approval"]["approved_up_to"] == request["unit_price"]
-    assert any("token" in e for e in state["security_events"])
+    assert any("token" in e["what"] for e in state["security"]["recent"])
     assert (await scenario.status())["kept"] == []
 
 

@@ -90,7 +90,7 @@ async def test_an_approval_naming_another_po_is_refused_and_recorded(scenario: S
 
     async def refused() -> list[str]:
         state = (await scenario.run_view(run_id))["state"]
-        return state["security_events"] if state else []
+        return [e["what"] for e in state["security"]["recent"]] if state else []
 
     events = await eventually(refused, timeout=20, what="the approval for another PO to be refused")
     assert "does not match" in events[0]

@@ -16,6 +16,7 @@ from replenisher.console.spend import OrderMoney, SpendQuery, from_outcome, from
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.documents import PurchaseOrder
 from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.security_log import SECURITY_LOG_BOUND
 from replenisher.domain.sku import SkuRecord
 from replenisher.timeline.model import Waiting
 from replenisher.timeline.restate import OperatorError
@@ -261,7 +262,12 @@ def test_the_spend_chart_has_an_axis_of_round_amounts_and_names_the_years() -> N
 def test_a_skus_page_shows_its_stock_and_security_events_or_why_the_stock_is_missing() -> None:
     record = SkuRecord(sku="SKU-1", runs_started=1)
     for i in range(12):
-        record.security.add("replenish-SKU-1-1", [f"forged approval {i} <b>"], NOW + i)
+        record.security.record("manager", f"forged approval {i} <b>", NOW + i, run_id="replenish-SKU-1-1")
+    for i in range(SECURITY_LOG_BOUND + 30):  # a flood: 30 of its own entries dropped, one collapsed 5 times
+        record.security.record("supplier:rival", f"junk {i}", NOW + 20 + i, run_id="replenish-SKU-1-1")
+    for i in range(4):
+        record.security.record("supplier:rival", "same junk", NOW + 200 + i, run_id="replenish-SKU-1-1")
+    record.security.record("supplier:rival", "same junk", NOW + 300, run_id="replenish-SKU-1-1")
     catalogue = Catalogue(
         items={"SKU-1": ItemStock(sku="SKU-1", on_hand=7, safety_stock=20, target_stock=100, suppliers=["acme"])}
     )
@@ -269,9 +275,18 @@ def test_a_skus_page_shows_its_stock_and_security_events_or_why_the_stock_is_mis
     stock = html[html.index("id=stock") :]
     assert "7</span> <span class=muted>/ 20 safety / 100 target" in stock and "no consumption recorded" in stock
     security = html[html.index("id=security") :]
-    assert "the last 10 of 12, newest first" in security
-    assert security.index("forged approval 11 &lt;b&gt;") < security.index("forged approval 2 "), "newest first"
-    assert "forged approval 1 " not in security, "only the recent ones the record keeps on show"
+    total = 12 + SECURITY_LOG_BOUND + 30 + 5
+    assert f"{total} in all; the latest 10 of {SECURITY_LOG_BOUND} kept, newest first" in security
+    assert "4 repeats collapsed into kept entries" in security
+    assert "dropped to keep 50 entries (supplier:rival 43)" in security, "the flood dropped only its own"
+    assert "same junk <span class=muted>(5 times, first " in security
+    assert security.index("same junk") < security.index("junk 79"), "newest first"
+    assert "junk 69" not in security, "only the latest 10 on show"
+    assert "forged approval 11" not in security, "the manager's events are kept, though not among the latest 10"
+    assert {e.what for e in record.security.recent} >= {f"forged approval {i} <b>" for i in range(12)}
+    record.security.record("manager", "forged approval 12 <b>", NOW + 400, run_id="replenish-SKU-1-1")
+    latest = sku_detail(record, None, None, catalogue=catalogue)
+    assert "<b>manager</b>: forged approval 12 &lt;b&gt;" in latest[latest.index("id=security") :], "escaped"
     assert "decide in the approval inbox" not in html, "no run waits for the manager"
 
     down = sku_detail(

@@ -507,3 +507,27 @@ def test_a_timed_out_approval_ends_in_a_cross_even_when_its_last_reminder_shares
     bar = row.split("|")[1]
     assert bar.rstrip().endswith("✗"), row
     assert bar.count("█") == 1, "the first reminder is drawn; the last one lies under the cross: " + row
+
+
+def flooded_state() -> State:
+    """A run a rival flooded with refused replies (distinct and repeated), then the real supplier's event."""
+    state = state_with(("wait_for_supplier_reply", "", "the supplier replied"))
+    for i in range(80):
+        state.record_security_event("supplier:rival", f"reply about 'PO-{i}' does not match our order", T0 + i)
+    for i in range(6):
+        state.record_security_event("supplier:rival", "reply about 'PO-X' does not match our order", T0 + 100 + i)
+    state.record_security_event("supplier:acme", "reply states delivery in 400 days, beyond the bound", T0 + 200)
+    return state
+
+
+def test_timelines_show_the_security_total_what_was_collapsed_and_dropped_and_the_latest_entries() -> None:
+    t = build_timeline(RUN, "SKU-9", now=T0 + 300, state=flooded_state())
+    text = render_text(t, width=200)
+    page = render_html(t)
+    for shown in (text, page):
+        assert "security events: 87 (5 repeats collapsed into kept entries; 32 dropped to keep 50 entries " in shown
+        assert "(supplier:rival 32)" in shown
+        assert "supplier:acme: reply states delivery in 400 days, beyond the bound" in shown
+        assert "supplier:rival (6 times, first 2027-01-15 08:01:40 UTC): reply about" in shown
+    lines = [line for line in text.splitlines() if line.startswith("security: 2027")]
+    assert len(lines) == 10 and "supplier:acme" in lines[0], "the latest ten, newest first"

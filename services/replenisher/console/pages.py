@@ -14,8 +14,9 @@ from replenisher.console.catalogue import Catalogue, ItemStock
 from replenisher.console.inbox import PendingApproval
 from replenisher.console.overview import SkuQuery, SkuRow
 from replenisher.console.spend import Period, Spend
+from replenisher.domain.security_log import SecurityEntry
 from replenisher.domain.sku import SkuRecord, run_id_of, split_run_id
-from replenisher.timeline.format import clock, duration, fast_time_note, until
+from replenisher.timeline.format import clock, duration, fast_time_note, security_tally, until
 from replenisher.timeline.html import STYLE as TIMELINE_STYLE
 from replenisher.timeline.html import render_fragment
 from replenisher.timeline.model import Timeline
@@ -653,12 +654,26 @@ def security_card(record: SkuRecord) -> str:
     log = record.security
     if not log.total:
         return ""
+    latest = log.latest(10)
     items = "".join(
-        f"<li>{escape(clock(e.at))} <span class=muted>{escape(e.run_id)}</span>: {escape(e.what)}</li>"
-        for e in reversed(log.recent[-10:])
+        f"<li>{escape(clock(e.last_at))} <span class=muted>{escape(e.run_id or '')}</span> "
+        f"<b>{escape(e.source)}</b>: {escape(e.what)}{_repeats(e)}</li>"
+        for e in latest
     )
-    shown = f"the last {min(len(log.recent), 10)} of {log.total}" if log.total > 10 else f"{log.total}"
-    return f"<div class=card id=security><b>Security events</b> ({shown}, newest first)<ul>{items}</ul></div>"
+    kept = len(log.recent)
+    shown = f"{log.total} in all; " + (f"the latest {len(latest)} of {kept} kept" if kept > len(latest) else "all kept")
+    tally = security_tally(log)
+    tally_html = f"<p class=muted id=security-tally>{escape(tally)}</p>" if tally else ""
+    return (
+        f"<div class=card id=security><b>Security events</b> ({shown}, newest first){tally_html}<ul>{items}</ul></div>"
+    )
+
+
+def _repeats(e: SecurityEntry) -> str:
+    """A collapsed entry's count and first time, beside its latest."""
+    if e.count == 1:
+        return ""
+    return f" <span class=muted>({e.count} times, first {escape(clock(e.first_at))})</span>"
 
 
 def waiting_note(timeline: Timeline | None) -> str:

@@ -168,8 +168,8 @@ def render_state(state: State, now: float) -> str:
     )
     if state.history:
         lines.append("Steps so far: " + ", ".join(f"{h.turn}:{h.tool}" for h in state.history[-20:]) + ".")
-    if state.security_events:
-        lines.append(f"Security events recorded in this run: {len(state.security_events)}.")
+    if state.security.total:
+        lines.append(f"Security events recorded in this run: {state.security.total}.")
     return "\n".join(lines)
 
 
@@ -234,8 +234,9 @@ def untrusted_texts(state: State) -> list[tuple[str, str]]:
     notes = [f"{h.turn}:{h.tool}: {h.summary}" for h in state.history[-12:] if h.summary]
     if notes:
         texts.append(("what each step returned (may quote outside systems)", "\n".join(notes)))
-    if state.security_events:
-        texts.append(("security events (may quote outside text)", "\n".join(state.security_events[-5:])))
+    if state.security.total:
+        latest = [f"{e.what} ({e.count} times)" if e.count > 1 else e.what for e in state.security.latest(5)[::-1]]
+        texts.append(("security events (may quote outside text)", "\n".join(latest)))
     return texts
 
 

@@ -87,11 +87,68 @@ def _state_v5_to_v6(raw: Raw) -> Raw:
     return {**raw, "decider": raw.get("decider")}
 
 
-SKU_RECORD_STEPS: dict[int, Step] = {1: _sku_v1_to_v2, 2: _sku_v2_to_v3}
+def _old_entries(events: list[tuple[str, float, str | None]], first_seq: int) -> list[Raw]:
+    """Entries of the security log (v4 record, v7 state) from events kept before sources and
+    counts were: source unknown, one event each, except the same text again collapses."""
+    entries: list[Raw] = []
+    for n, (what, at, run_id) in enumerate(events):
+        what = what[:300]
+        same = next((e for e in entries if e["what"] == what and e["run_id"] == run_id), None)
+        if same is not None:
+            entries.remove(same)
+            entries.append({**same, "count": same["count"] + 1, "last_at": max(same["last_at"], at)})
+            continue
+        entries.append(
+            {
+                "seq": first_seq + n,
+                "source": "unknown",
+                "what": what,
+                "count": 1,
+                "first_at": at,
+                "last_at": at,
+                "run_id": run_id,
+            }
+        )
+    return entries
+
+
+def _sku_v3_to_v4(raw: Raw) -> Raw:
+    # v4's security log collapses repeats and counts what it drops per source. v3 kept the
+    # latest 50 events without a source, and a total: the rest were dropped, source unknown.
+    old = raw.get("security")
+    if not isinstance(old, dict) or "dropped" in old:
+        return raw
+    recent = [(e["what"], e["at"], e.get("run_id")) for e in old.get("recent", [])]
+    total = max(int(old.get("total", 0)), len(recent))
+    dropped = total - len(recent)
+    log = {
+        "total": total,
+        "recent": _old_entries(recent, dropped + 1),
+        "dropped": {"unknown": dropped} if dropped else {},
+    }
+    return {**raw, "security": log}
+
+
+SKU_RECORD_STEPS: dict[int, Step] = {1: _sku_v1_to_v2, 2: _sku_v2_to_v3, 3: _sku_v3_to_v4}
+
+
+def _state_v6_to_v7(raw: Raw) -> Raw:
+    # v7 keeps a bounded security log with an exact total instead of the first 50 texts. A v6
+    # run's events had no source or time: the run's clock dates them. Those past the 50th were
+    # never kept, so nothing can count them now.
+    if "security" in raw:
+        return raw
+    at = raw.get("now") or raw.get("started_at") or 0.0
+    events = [(str(what), at, None) for what in raw.get("security_events") or []]
+    rest = {k: v for k, v in raw.items() if k != "security_events"}
+    return {**rest, "security": {"total": len(events), "recent": _old_entries(events, 1), "dropped": {}}}
+
+
 STATE_STEPS: dict[int, Step] = {
     1: _state_v1_to_v2,
     2: _state_v2_to_v3,
     3: _state_v3_to_v4,
     4: _state_v4_to_v5,
     5: _state_v5_to_v6,
+    6: _state_v6_to_v7,
 }

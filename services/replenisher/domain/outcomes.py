@@ -86,7 +86,7 @@ def result_of(state: State, ended_at: float) -> ReplenishmentResult:
         started_at=state.started_at,
         ended_at=ended_at,
         consumed=dict(state.consumed),
-        security_events=len(state.security_events),
+        security_events=state.security.total,
         po=state.po,
         adopted_from=state.adopted_from,
         progress=state.progress() if state.order_may_exist else None,

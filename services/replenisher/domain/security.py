@@ -1,9 +1,9 @@
 """Security events kept on the SKU's record, and what never leaves the harness (approval tokens).
 
 A run records an event when the rules refuse something (a model's choice, a forged or
-mismatched approval, a message about another order, a claim in an email); the SKU keeps the
-latest of them with a running total, so they stay visible after the run and its journal
-are gone.
+mismatched approval, a message about another order, a claim in an email) in its bounded log
+(`security_log`), and tells its SKU what it recorded since it last did, counts included; the
+SKU keeps its own log of them, so they stay visible after the run and its journal are gone.
 """
 
 from __future__ import annotations
@@ -13,34 +13,15 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from replenisher.domain.documents import GoodsReceipt
+from replenisher.domain.security_log import SECURITY_LOG_BOUND, SecurityNote
 from replenisher.domain.state import State
-
-RECENT_SECURITY_EVENTS = 50
-EVENT_TEXT_LIMIT = 300
-
-
-class SecurityEvent(BaseModel):
-    at: float
-    run_id: str
-    what: str = Field(max_length=EVENT_TEXT_LIMIT)
-
-
-class SecurityLog(BaseModel):
-    total: int = 0
-    recent: list[SecurityEvent] = Field(default_factory=list)
-
-    def add(self, run_id: str, events: list[str], at: float) -> None:
-        for what in events:
-            self.total += 1
-            self.recent.append(SecurityEvent(at=at, run_id=run_id, what=what[:EVENT_TEXT_LIMIT]))
-        self.recent = self.recent[-RECENT_SECURITY_EVENTS:]
 
 
 class SecurityNotes(BaseModel):
-    """New events of one run, sent to its SKU as they happen."""
+    """What a run recorded since it last told its SKU, with counts (see `SecurityLog.news_since`)."""
 
     run_id: str
-    events: list[str] = Field(max_length=RECENT_SECURITY_EVENTS)
+    events: list[SecurityNote] = Field(max_length=2 * SECURITY_LOG_BOUND + 2)
 
 
 WITHHELD = "<withheld>"

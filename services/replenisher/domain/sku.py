@@ -20,10 +20,10 @@ from replenisher.domain.documents import OPERATOR, EventKind, Sender, StockLevel
 from replenisher.domain.memory import SkuMemory
 from replenisher.domain.migrations import SKU_RECORD_STEPS, migrate
 from replenisher.domain.outcomes import Outcome, ReplenishmentResult
-from replenisher.domain.security import SecurityLog
+from replenisher.domain.security_log import SecurityLog
 from replenisher.domain.waits import WaitOverrides
 
-SKU_SCHEMA_VERSION = 3
+SKU_SCHEMA_VERSION = 4
 RECENT_OUTCOMES = 20
 KEPT_MESSAGES = 100
 ROUTED_PER_SENDER = 100
@@ -251,6 +251,9 @@ class SkuRecord(BaseModel):
         elif sum(payload_bytes(m.payload) for m in theirs) + payload_bytes(payload) > ROUTED_BYTES_PER_SENDER:
             too_many = f"messages from {party} for one run over {ROUTED_BYTES_PER_SENDER // 1024} KiB"
         if too_many is not None:
+            # Kept, and a security event (one per sender and reason, counted): a flood is visible
+            # in the log without growing it.
+            self.security.record(party, f"{event} message kept, not routed: {too_many}", at, run_id=active.run_id)
             self.keep(
                 KeptMessage(event=event, payload=payload, at=at, reason=too_many, run_id=active.run_id, sender=sender)
             )

@@ -26,9 +26,10 @@ from replenisher.domain.escalation import PRIMARY_APPROVER, ApprovalPolicy
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.migrations import STATE_STEPS, migrate
 from replenisher.domain.promises import PromiseClaim
+from replenisher.domain.security_log import SecurityLog
 from replenisher.domain.waits import WaitDays
 
-STATE_SCHEMA_VERSION = 6
+STATE_SCHEMA_VERSION = 7
 
 OrderStatus = Literal["none", "placed", "unknown", "not_found", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "timed_out"]
@@ -187,7 +188,9 @@ class State(BaseModel):
 
     consumed: dict[EventKind, int] = Field(default_factory=dict)
     last_failure: str | None = None
-    security_events: list[str] = Field(default_factory=list)
+    security: SecurityLog = Field(
+        default_factory=SecurityLog, description="what the rules refused in this run: latest kept, exact total"
+    )
     history: list[TurnRecord] = Field(default_factory=list)
     memory: MemoryBrief | None = Field(default=None, description="the SKU's memory, as given at the run's start")
     decider_cost: CostLedger = Field(default_factory=CostLedger)
@@ -315,7 +318,8 @@ class State(BaseModel):
     def mark_consumed(self, event: EventKind) -> None:
         self.consumed[event] = self.consumed.get(event, 0) + 1
 
-    def record_security_event(self, what: str) -> None:
-        # Bounded: a hostile sender must not be able to grow the journal without limit.
-        if len(self.security_events) < 50:
-            self.security_events.append(what)
+    def record_security_event(self, source: str, what: str, at: float | None = None) -> None:
+        """A refusal, about `source` (who sent or answered it; `decider` for a model's choice), at `at`
+        (when the message arrived; else the run's clock). Bounded, exact in its total, and a flood
+        from one source never hides another's (see `security_log`)."""
+        self.security.record(source, what, self.now if at is None else at)

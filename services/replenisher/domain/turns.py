@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from replenisher.domain.decisions import ONLY_ALLOWED, DeciderTerms, Decision, Refusal
 from replenisher.domain.policy import choose
+from replenisher.domain.security_log import DECIDER_SOURCE
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS_BY_NAME, Tool
 
@@ -90,7 +91,9 @@ async def decide_turn(turn: int, state: State, allowed: Sequence[Tool], ask: Ask
         refusals.append(
             Refusal(tool=decision.tool[:80], arg_names=[str(k)[:40] for k in decision.args][:10], reason=refusal)
         )
-        state.record_security_event(f"turn {turn}: refused {decision.decider} choice {decision.tool[:80]!r}: {refusal}")
+        state.record_security_event(
+            DECIDER_SOURCE, f"turn {turn}: refused {decision.decider} choice {decision.tool[:80]!r}: {refusal}"
+        )
     fallback = choose(state, [t.name for t in allowed])
     ledger.fallbacks += 1
     return fallback.model_copy(update={"reason": f"{fallback.reason} (rules took the turn: {why_rules})"})

@@ -27,6 +27,7 @@ from replenisher.domain.documents import EventKind
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.ports import Rejected, World
 from replenisher.domain.security import SecurityNotes
+from replenisher.domain.security_log import SecurityLog
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 from replenisher.domain.turns import DeciderUnavailable
@@ -73,7 +74,9 @@ class RestateEngine:
             decider = wiring().decider_for(terms) if terms is not None else wiring().decider
         self.decider = decider
         self._world = world
-        self._security_sent = 0
+        # The security log as the SKU last heard of it: rebuilt on replay, as the state is, by
+        # the same checkpoints, so the sends come out the same.
+        self._security_told = SecurityLog()
         # What the views hold now, so an unchanged state or wait is not written (and journaled) again.
         self._written: bytes | None = None
         self._shown: CurrentWait | None = None
@@ -202,7 +205,8 @@ class RestateEngine:
         return arrival.arrived_at is not None and arrival.arrived_at <= deadline
 
     def checkpoint(self, state: State) -> None:
-        """The state for the views, and security events the SKU has not heard of yet to its record now."""
+        """The state for the views, and what the run's security log recorded since the last
+        checkpoint (counts included, however much it collapsed or dropped) to the SKU's record now."""
         from replenisher.durable.sku_agent import note_security
 
         with _stops():
@@ -211,10 +215,10 @@ class RestateEngine:
             if written != self._written:
                 self.ctx.set(names.STATE, written, serde=BytesSerde())
                 self._written = written
-            fresh = state.security_events[self._security_sent :]
-            if fresh:
-                self.ctx.object_send(note_security, state.sku, SecurityNotes(run_id=state.run_id, events=fresh))
-        self._security_sent = len(state.security_events)
+            if state.security.total != self._security_told.total:
+                news = state.security.news_since(self._security_told, state.now)
+                self.ctx.object_send(note_security, state.sku, SecurityNotes(run_id=state.run_id, events=news))
+                self._security_told = state.security.model_copy(deep=True)
 
     def show_wait(self, wait: CurrentWait | None) -> None:
         if wait == self._shown:

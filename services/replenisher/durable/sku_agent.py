@@ -29,6 +29,7 @@ from replenisher.domain.documents import (
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.ports import MALFORMED
 from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted_payload
+from replenisher.domain.security_log import supplier_source
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.tools.vetting import ack_mismatches
 from replenisher.domain.waits import WaitOverrides
@@ -208,7 +209,10 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
         lookup = await step(ctx, f"reconcile {po.po_number}", OrderLookup, look_up)
     except TerminalError as e:
         if MALFORMED in e.message:
-            record.security.add(unresolved.run_id, [f"reconcile: {e.message}"], await journaled_time(ctx))
+            at = await journaled_time(ctx)
+            record.security.record(
+                supplier_source(po.supplier), f"reconcile: {e.message}", at, run_id=unresolved.run_id
+            )
         return None
     if lookup.ack is None:
         record.settle_unresolved("gave_up", f"reconciled: {po.supplier} holds no order for {po.po_number}")
@@ -223,7 +227,7 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
         # adopted (no follow-up run, no new buying); the manager sees why on the SKU's record,
         # and the next check asks again.
         event = f"reconcile: the supplier's answer about {po.po_number} differs from the PO: {'; '.join(wrong)}"
-        record.security.add(unresolved.run_id, [event], now)
+        record.security.record(supplier_source(po.supplier), event, now, run_id=unresolved.run_id)
         return None
     run, routed = record.follow_up(now)
     adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id, progress=unresolved.progress)
@@ -406,7 +410,7 @@ async def booked_receipt(
         return lookup.booked
     what = f"goods receipt {claimed.receipt_id!r} from {sender.party!r} refused: {refusal}"
     run_id = record.active.run_id if record.active else "no active run"
-    record.security.add(run_id, [what], now)
+    record.security.record(sender.party, what, now, run_id=run_id)
     ctx.set(RECORD, record)
     raise TerminalError(f"refused: {what}", status_code=422)
 
@@ -463,10 +467,10 @@ async def reconcile_due(ctx: ObjectContext, tick: ReconcileTick) -> None:
 
 @validated(sku_agent.handler, ingress_private=True)
 async def note_security(ctx: ObjectContext, notes: SecurityNotes) -> None:
-    """A run's security events, kept on the SKU's record as they happen."""
+    """What a run's security log recorded since it last said, kept on the SKU's record as it happens."""
     record = await load(ctx)
     if record is not None:
-        record.security.add(notes.run_id, notes.events, await journaled_time(ctx))
+        record.security.take(notes.events, await journaled_time(ctx), run_id=notes.run_id)
         ctx.set(RECORD, record)
 
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from replenisher.domain.decisions import DeciderTerms, Decision, Refusal
 from replenisher.domain.escalation import Reminder, ReminderSent
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
+from replenisher.domain.security_log import UNKNOWN_SOURCE
 from replenisher.domain.state import State, TurnRecord
 from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME, Call, Done, Tool, Wait
 from replenisher.domain.tools.limits import MAX_TURNS
@@ -118,19 +119,23 @@ async def wait(engine: Engine, tool: Wait[Any], state: State) -> str:
         if raw is None:
             return tool.apply(state, None)
         state.mark_consumed(tool.event)
+        # Who sent it and when, as the SKU's address stamped it: unknown only if the envelope is broken.
+        source, at = UNKNOWN_SOURCE, None
         try:
             envelope = Envelope.read(json.loads(raw))
+            arrival = envelope.arrival
+            source, at = arrival.sender.party, arrival.at
             payload = tool.Payload.model_validate(envelope.payload)
         except ValidationError as e:
             refused: str | None = f"unreadable {tool.event} message #{seq} refused: {describe(e)}"
         except ValueError as e:
             refused = f"unreadable {tool.event} message #{seq} refused: not JSON ({e})"
         else:
-            refused = tool.refusal(state, payload, envelope.arrival)
+            refused = tool.refusal(state, payload, arrival)
             if refused is None:
-                return tool.apply(state, payload, envelope.arrival)
+                return tool.apply(state, payload, arrival)
         # Seen now, in the run's view and on the SKU's record, not when the wait ends.
-        state.record_security_event(refused)
+        state.record_security_event(source, refused, at)
         engine.checkpoint(state)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from pydantic import BaseModel
 
 from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.security_log import SecurityLog
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Wait
 from replenisher.loop import names
@@ -106,7 +107,7 @@ def build_timeline(
         waiting=waiting if outcome is None else None,
         outcome=outcome,
         day_seconds=state.day_seconds if state else None,
-        security_events=list(state.security_events) if state else [],
+        security=state.security.model_copy(deep=True) if state else SecurityLog(),
     )
     turns, steps, output_at = _turns_from_journal(entries)
     _add_history(turns, state)

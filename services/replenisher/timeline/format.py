@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from replenisher.domain.calendar import DAY, CalendarClock
+from replenisher.domain.security_log import SECURITY_LOG_BOUND, SecurityEntry, SecurityLog
 
 
 def clock(t: float | None) -> str:
@@ -68,3 +69,24 @@ def received(quantity_received: int, quantity_ordered: int) -> str:
     if quantity_ordered == 0 and quantity_received == 0:
         return "nothing ordered"
     return f"{quantity_received} of {quantity_ordered} received"
+
+
+def security_entry(e: SecurityEntry, run: bool = False) -> str:
+    """One kept security entry: when (the latest), the run, who it is about, what; and, for
+    repeats collapsed into it, how many and since when."""
+    run_id = f" {e.run_id}" if run and e.run_id else ""
+    repeats = f" ({e.count} times, first {clock(e.first_at)})" if e.count > 1 else ""
+    # The count before the text, which a narrow view may cut short.
+    return f"{clock(e.last_at)}{run_id} {e.source}{repeats}: {e.what}"
+
+
+def security_tally(log: SecurityLog) -> str:
+    """What the kept entries do not show one by one: repeats collapsed, and entries dropped
+    (per source) to keep the latest; empty when neither happened."""
+    parts = []
+    if log.collapsed:
+        parts.append(f"{log.collapsed} repeats collapsed into kept entries")
+    if log.dropped:
+        by = ", ".join(f"{source} {n}" for source, n in sorted(log.dropped.items(), key=lambda kv: (-kv[1], kv[0])))
+        parts.append(f"{log.dropped_total} dropped to keep {SECURITY_LOG_BOUND} entries ({by})")
+    return "; ".join(parts)

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from replenisher.timeline.format import clock, duration, received, shorten
-from replenisher.timeline.model import Span, Timeline, Turn, retried_line, retry_line
+from replenisher.timeline.format import clock, duration, received, security_entry, security_tally, shorten
+from replenisher.timeline.model import TIMELINE_SECURITY_SHOWN, Span, Timeline, Turn, retried_line, retry_line
 from replenisher.timeline.text import SOURCES, band_line
 from replenisher.timeline.ticks import day_ticks, duration_ticks
 
@@ -89,9 +89,21 @@ def render_fragment(t: Timeline) -> str:
     parts.append(_table(t))
     parts.append(_outcome(t))
     parts.append(_decisions(t))
-    parts += [f"<p class=security>security: {escape(e)}</p>" for e in t.security_events]
+    parts += _security(t)
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _security(t: Timeline) -> list[str]:
+    """The run's security events: the exact total, what was collapsed or dropped, the latest entries."""
+    log = t.security
+    if not log.total:
+        return []
+    tally = security_tally(log)
+    head = f"security events: {log.total}" + (f" ({tally})" if tally else "") + "; latest first"
+    return [f"<p class=security>{escape(head)}</p>"] + [
+        f"<p class=security>security: {escape(security_entry(e))}</p>" for e in log.latest(TIMELINE_SECURITY_SHOWN)
+    ]
 
 
 def _facts(t: Timeline) -> str:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.security_log import SecurityLog
 from replenisher.loop import names
 from replenisher.timeline.format import clock, until
 
@@ -171,6 +172,10 @@ class Invocation(BaseModel):
         return self.status == "backing-off"
 
 
+TIMELINE_SECURITY_SHOWN = 10
+"""The latest security entries a timeline lists (the total and what was collapsed or dropped come with them)."""
+
+
 class Timeline(BaseModel):
     run_id: str
     sku: str
@@ -185,7 +190,7 @@ class Timeline(BaseModel):
     turns: list[Turn] = Field(default_factory=list)
     bands: list[Band] = Field(default_factory=list)
     outcome: ReplenishmentResult | None = None
-    security_events: list[str] = Field(default_factory=list)
+    security: SecurityLog = Field(default_factory=SecurityLog, description="the run's security log")
     decisions: list[Decision] = Field(default_factory=list, description="every approval round's answer")
 
     @property

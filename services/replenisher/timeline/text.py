@@ -8,8 +8,16 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
-from replenisher.timeline.format import clock, days, duration, received, shorten
-from replenisher.timeline.model import Band, Span, Timeline, Turn, retried_line, retry_line
+from replenisher.timeline.format import clock, days, duration, received, security_entry, security_tally, shorten
+from replenisher.timeline.model import (
+    TIMELINE_SECURITY_SHOWN,
+    Band,
+    Span,
+    Timeline,
+    Turn,
+    retried_line,
+    retry_line,
+)
 
 Col = Callable[[float], int]
 
@@ -208,6 +216,9 @@ def _footer(t: Timeline, width: int) -> list[str]:
     if t.decisions:
         lines.append("decisions:")
         lines += ["  " + shorten(f"round {d.round + 1}: {d.line()}", width - 2) for d in t.decisions]
-    for event in t.security_events:
-        lines.append(shorten(f"security: {event}", width))
+    log = t.security
+    if log.total:
+        tally = security_tally(log)
+        lines.append(f"security events: {log.total}" + (f" ({tally})" if tally else "") + "; latest first:")
+        lines += [shorten(f"security: {security_entry(e)}", width) for e in log.latest(TIMELINE_SECURITY_SHOWN)]
     return lines

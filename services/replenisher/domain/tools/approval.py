@@ -175,7 +175,7 @@ class WaitForApproval(Wait[ApprovalDecision]):
         arrival = arrival or Arrival()
         refused = self.refusal(state, payload, arrival)
         if refused is not None:
-            state.record_security_event(refused)
+            state.record_security_event(arrival.sender.party, refused, arrival.at)
             return "refused an approval without the matching one-time token"
         request = approval.request
         approval.decided_by = payload.by

@@ -58,9 +58,10 @@ class WaitForGoods(Wait[GoodsReceipt]):
             state.goods_overdue_count += 1
             return f"goods overdue ({state.goods_overdue_count})"
         assert state.order is not None
-        refused = self.refusal(state, payload, arrival or Arrival())
+        arrival = arrival or Arrival()
+        refused = self.refusal(state, payload, arrival)
         if refused is not None:
-            state.record_security_event(refused)
+            state.record_security_event(arrival.sender.party, refused, arrival.at)
             return "ignored a goods receipt for another PO"
         if payload.receipt_id in state.receipts:
             return f"receipt {payload.receipt_id} already booked"

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from replenisher.domain.documents import CancelRequest, OrderAck
 from replenisher.domain.ports import MALFORMED, World
+from replenisher.domain.security_log import UNKNOWN_SOURCE, supplier_source
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs
 from replenisher.domain.tools.limits import MAX_CHASES, MAX_GOODS_OVERDUE, MAX_STATUS_CHECKS
@@ -28,9 +29,15 @@ def refused_ack(state: State, ack: OrderAck, what: str) -> bool:
     wrong = ack_mismatches(state.po, ack)
     if wrong:
         state.record_security_event(
-            f"the supplier's {what} {state.po.po_number} differs from the PO: {'; '.join(wrong)}; not adopted"[:300]
+            supplier_source(state.po.supplier),
+            f"the supplier's {what} {state.po.po_number} differs from the PO: {'; '.join(wrong)}; not adopted"[:300],
         )
     return bool(wrong)
+
+
+def supplier_of_po(state: State) -> str:
+    """The source of an event about the answer of the PO's supplier."""
+    return supplier_source(state.po.supplier) if state.po is not None else UNKNOWN_SOURCE
 
 
 class PlaceOrderResult(BaseModel):
@@ -116,7 +123,9 @@ class PlaceOrder(Call[NoArgs, PlaceOrderResult]):
         state.order_status = "unknown"
         state.ordered_at = state.ordered_at or state.now
         if MALFORMED in error:
-            state.record_security_event(f"place_order: the supplier's answer broke the contract: {error}"[:300])
+            state.record_security_event(
+                supplier_of_po(state), f"place_order: the supplier's answer broke the contract: {error}"
+            )
         state.last_failure = f"place_order got no answer ({error}); the order may exist"
         return state.last_failure
 
@@ -174,7 +183,9 @@ class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
         state.status_checks += 1
         state.failed_status_checks += 1
         if MALFORMED in error:
-            state.record_security_event(f"check_order_status: the supplier's answer broke the contract: {error}"[:300])
+            state.record_security_event(
+                supplier_of_po(state), f"check_order_status: the supplier's answer broke the contract: {error}"
+            )
         state.last_failure = f"check_order_status failed: {error}"
         return state.last_failure
 

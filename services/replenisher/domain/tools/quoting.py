@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from replenisher.domain.documents import PurchaseOrder, Quote, QuoteRequest, new_approval_token
 from replenisher.domain.memory import discount_request_note
 from replenisher.domain.ports import Malformed, Rejected, World
+from replenisher.domain.security_log import UNKNOWN_SOURCE, supplier_source
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs
 from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS, MAX_QUOTE_ROUNDS
@@ -32,6 +33,11 @@ class QuotesResult(BaseModel):
     quotes: list[Quote] = Field(
         default_factory=list, description="journals from before `offers`: taken as from the supplier they name"
     )
+
+
+def answered_by(state: State, failure: str) -> str:
+    """The source of a failure written `<supplier>: <reason>` (see `GetQuotes.execute`)."""
+    return next((supplier_source(s) for s in state.suppliers if failure.startswith(f"{s}: ")), UNKNOWN_SOURCE)
 
 
 def open_for_buying(state: State) -> bool:
@@ -114,7 +120,7 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
         failures = list(result.failures)
         for reason in result.malformed:
             failures.append(reason)
-            state.record_security_event(f"quote refused: {reason}")
+            state.record_security_event(answered_by(state, reason), f"quote refused: {reason}")
         for offer in offers:
             quote = offer.quote
             wrong = quote_objections(
@@ -131,7 +137,9 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
                 wrong.append(f"repeats quote id {shown(quote.quote_id)}")
             if wrong:
                 failures.append(f"{offer.asked}: quote refused: it {'; it '.join(wrong)}")
-                state.record_security_event(f"quote from {offer.asked} refused: it {'; it '.join(wrong)}"[:300])
+                state.record_security_event(
+                    supplier_source(offer.asked), f"quote from {offer.asked} refused: it {'; it '.join(wrong)}"
+                )
             else:
                 accepted.append(quote)
         state.quotes = sorted(accepted, key=lambda q: q.unit_price)

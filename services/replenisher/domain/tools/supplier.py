@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from replenisher.domain.documents import Arrival, ChaseRequest, SupplierReply
 from replenisher.domain.extraction import extract_promises
 from replenisher.domain.ports import World
+from replenisher.domain.security_log import UNKNOWN_SOURCE, supplier_source
 from replenisher.domain.state import ReplyFacts, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
 from replenisher.domain.tools.limits import MAX_CHASES
@@ -69,9 +70,10 @@ class WaitForSupplierReply(Wait[SupplierReply]):
         if payload is None:
             state.supplier_overdue = True
             return "the supplier has not replied in time"
-        refused = self.refusal(state, payload, arrival or Arrival())
+        arrival = arrival or Arrival()
+        refused = self.refusal(state, payload, arrival)
         if refused is not None:
-            state.record_security_event(refused)
+            state.record_security_event(arrival.sender.party, refused, arrival.at)
             return "ignored a reply that is not about our order"
         state.unread_reply = payload
         return "the supplier replied"
@@ -118,16 +120,18 @@ class ReadSupplierReply(Call[NoArgs, ReplyFacts]):
         state.last_failure = None
         if result.usage is not None:
             state.decider_cost.charge(result.usage, result.usd)
+        # What the reply states is about the order's supplier: only its reply is read.
+        source = supplier_source(state.order.supplier) if state.order else UNKNOWN_SOURCE
         for note in result.notes:
-            state.record_security_event(f"reading the reply: {note}")
+            state.record_security_event(source, f"reading the reply: {note}")
         if state.order and result.quantity is not None and result.quantity != state.order.quantity:
             state.record_security_event(
-                f"reply states quantity {result.quantity}, not the ordered {state.order.quantity}: ignored"
+                source, f"reply states quantity {result.quantity}, not the ordered {state.order.quantity}: ignored"
             )
         if state.order and result.unit_price is not None and result.unit_price > state.order.unit_price:
             # A price in an email changes nothing: it is noted for the people, not acted on.
             state.record_security_event(
-                f"reply quotes {result.unit_price:.2f}, above the ordered {state.order.unit_price:.2f}: ignored"
+                source, f"reply quotes {result.unit_price:.2f}, above the ordered {state.order.unit_price:.2f}: ignored"
             )
         bound = delivery_bound_days(state)
         beyond = result.delivery_days is not None and result.delivery_days > bound
@@ -135,8 +139,9 @@ class ReadSupplierReply(Call[NoArgs, ReplyFacts]):
             # A date that far off is not the terms we ordered on: follow up (chase while chases
             # are left) and never wait longer than the bound (see `WaitForGoods.deadline`).
             state.record_security_event(
+                source,
                 f"reply states delivery in {result.delivery_days:g} days, beyond the bound of {bound:g}: "
-                "followed up, not waited for"
+                "followed up, not waited for",
             )
         state.reply_unsettled = beyond and state.chases < MAX_CHASES
         state.supplier_overdue = state.reply_unsettled
