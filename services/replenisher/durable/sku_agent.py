@@ -408,7 +408,7 @@ async def booked_receipt(
     if refusal is None:
         assert lookup.booked is not None
         return lookup.booked
-    what = f"goods receipt {claimed.receipt_id!r} from {sender.party!r} refused: {refusal}"
+    what = f"goods receipt {claimed.receipt_id!r} from {sender.label!r} refused: {refusal}"
     run_id = record.active.run_id if record.active else "no active run"
     record.security.record(sender.party, what, now, run_id=run_id)
     ctx.set(RECORD, record)
