@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import httpx
-from tests.injection.attacks import GOODS_LATER, RealAttack
+from tests.injection.attacks import GOODS_LATER, RealAttack, _blinding_flood, marked_event_on_the_record
 from tests.injection.target import Target, ok
 
 
@@ -114,6 +114,15 @@ CONTROLS: tuple[Control, ...] = (
     control("control-closed-without-goods", _plant_closure, "closed with", phase="ordered", lead_days=GOODS_LATER),
     control("control-good-order-cancelled", _cancel_good_order, "cancelled", phase="ordered", lead_days=GOODS_LATER),
     control("control-setting-changed", _operator_configures, "settings changed", phase="approval"),
+    control(
+        # The flood alone, without the marked reply: the record check must say it is missing.
+        "control-blinded-log",
+        _blinding_flood,
+        "not on the SKU's security log",
+        phase="approval",
+        needs=frozenset({"inbound", "rival"}),
+        recorded=marked_event_on_the_record,
+    ),
     control(
         "control-run-paused",
         _pause_the_run,

@@ -316,6 +316,10 @@ async def run_attack(ctx: Context, attack: RealAttack) -> Outcome:
         outcome.disrupted = disruptions(found) if outcome.finished else []
         if not attack.entitled:
             outcome.violations += [f"disrupted by a party not entitled to: {d}" for d in outcome.disrupted]
+        # A run still under way may not have read what was sent yet; a control's record is judged
+        # whatever (what it leaves out is missing either way).
+        if attack.recorded is not None and (outcome.finished or attack.category == "control"):
+            outcome.violations += await attack.recorded(target)
         outcome.reached = target.reached > 0 or await world_traffic(target, attack)
         outcome.exercised = await model_saw_it(ctx, target, attack)
         outcome.wedged = await can_run_again(target, outcome.finished, attack.patience or WEDGE_SECONDS)
