@@ -20,7 +20,8 @@ from replenisher.domain.sku import ActiveRun, SkuRecord
 from replenisher.durable.sku_agent import sku_agent
 from replenisher.stack.admin import Admin
 from replenisher.stack.ports import free_port
-from replenisher.timeline.journal import epoch
+from replenisher.timeline.build import is_outage
+from replenisher.timeline.journal import epoch, transient_failures
 from replenisher.timeline.load import load_timeline
 from replenisher.timeline.model import Timeline
 from replenisher.timeline.restate import AGENT_SHARED_HANDLERS, PausedCall, RestateClient, paused_keys
@@ -46,14 +47,15 @@ async def retries(admin: Admin, target: str) -> int:
 
 
 async def first_failure(admin: Admin, keys: list[str], since: float) -> float | None:
-    """When Restate recorded the first failed attempt since `since` of an invocation of these
-    SkuAgent keys / Replenish runs (its transient errors, in its own records)."""
+    """When Restate recorded the first attempt since `since` that failed because the service did
+    not answer or died mid-attempt, of an invocation of these SkuAgent keys / Replenish runs."""
     listed = ", ".join(f"'{k}'" for k in keys)
     rows = await admin.asql(
-        "SELECT e.appended_at FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
-        f"WHERE e.event_type = 'TransientError' AND i.target_service_key IN ({listed})"
+        "SELECT e.after_journal_entry_index, e.appended_at, e.event_type, e.event_json "
+        "FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
+        f"WHERE i.target_service_key IN ({listed})"
     )
-    times = [t for r in rows if (t := epoch(r.get("appended_at"))) is not None and t >= since]
+    times = [f.at for f in transient_failures(rows) if is_outage(f) and f.at >= since]
     return min(times, default=None)
 
 
