@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -70,8 +71,14 @@ async def test_a_tick_replayed_on_a_service_restarted_with_other_settings_comple
             return (await scenario.status())["active"]["run_id"] == run_id
 
         await eventually(replayed, timeout=60, what="the cut-off tick to complete on the restarted service")
-        view = await scenario.run_view(run_id)
-        assert view["state"]["waits"]["approval"] == APPROVAL_WAIT_DAYS, view["state"]["waits"]
+
+        # The run the tick started writes its state once it runs: poll for it.
+        async def run_state() -> dict[str, Any] | None:
+            state: dict[str, Any] | None = (await scenario.run_view(run_id))["state"]
+            return state
+
+        state = await eventually(run_state, timeout=30, what=f"{run_id} to save its state")
+        assert state["waits"]["approval"] == APPROVAL_WAIT_DAYS, state["waits"]
         # The SKU still takes messages: its run's approval reaches the run.
         request = await scenario.pending_approval(within=30)
         await scenario.decide(request["po_number"], approved=True)
