@@ -1,7 +1,7 @@
 """Business days on a site calendar, through the real stack with a compressed clock.
 
 Each test brings up its own Restate, world and service, because the calendar and the clock
-origin are settings of the whole process: a calendar day lasts DAY_SECONDS, working hours
+origin are settings of the whole process: a calendar day lasts `day_seconds`, working hours
 are 09:00-17:00, and the calendar is at Friday 4 December 2026, 17:00 (the close of
 business) as the stack starts coming up. The stack comes up and the run asks for approval
 during the weekend, after Friday's close: no working time passes between the close and the
@@ -35,10 +35,11 @@ from support import REPO_ROOT, RESTATE_TEST_ENV, RegisteredService, service_env,
 
 pytestmark = pytest.mark.e2e
 
-# A calendar day of 8 s: the weekend from Friday's close to Monday's opening (64 hours) lasts
-# 21 s of wall time, the bound on the stack coming up and the run asking for approval; Monday's
-# working hours last 2.7 s.
-DAY_SECONDS = 8.0
+# The bound on the stack coming up and the run asking for approval: the non-working stretch from
+# Friday's close to the next opening lasts this long in wall time, whatever its length on the
+# calendar (64 hours over a weekend, 88 with a Monday holiday), so each test's calendar day is
+# derived from it (about 8 s and 6 s) and its deadline comes a working day's 2-3 s later.
+STARTUP_BOUND = 21.0
 FRIDAY_CLOSE = utc_instant("2026-12-04T17:00")
 SITE = "working_days = Mon Tue Wed Thu Fri\nworking_hours = 09:00-17:00\n"
 APPROVAL_DAYS = 1
@@ -60,14 +61,16 @@ class Site:
 
 
 @asynccontextmanager
-async def site_stack(tmp_path: Path, log_dir: Path, holidays: list[date]) -> AsyncIterator[Site]:
+async def site_stack(tmp_path: Path, log_dir: Path, holidays: list[date], opens: float) -> AsyncIterator[Site]:
+    """The stack, on a calendar at Friday's close as it starts, whose next opening is `opens`."""
+    day_seconds = round(STARTUP_BOUND * 86_400 / (opens - FRIDAY_CLOSE), 3)
     text = SITE + "".join(f"{d.isoformat()}\n" for d in holidays)
     calendar_file = tmp_path / "site.calendar"
     calendar_file.write_text(text)
     origin = time.time()
     clock = CalendarClock(
         calendar=parse_calendar(text),
-        day_seconds=DAY_SECONDS,
+        day_seconds=day_seconds,
         origin=ClockOrigin(wall=origin, calendar=FRIDAY_CLOSE),
     )
     shared = {"CLOCK_WALL_ORIGIN": repr(origin), "CLOCK_CALENDAR_ORIGIN": repr(FRIDAY_CLOSE)}
@@ -87,7 +90,7 @@ async def site_stack(tmp_path: Path, log_dir: Path, holidays: list[date]) -> Asy
             free_port(),
             world_env(
                 runtime.ingress_url,
-                {"WORLD_DAY_SECONDS": f"{DAY_SECONDS:g}", **{f"WORLD_{k}": v for k, v in shared.items()}},
+                {"WORLD_DAY_SECONDS": f"{day_seconds:g}", **{f"WORLD_{k}": v for k, v in shared.items()}},
             ),
             name="world",
             log_path=log_dir / f"world-{tmp_path.name}.log",
@@ -96,7 +99,7 @@ async def site_stack(tmp_path: Path, log_dir: Path, holidays: list[date]) -> Asy
         started.append(world)
         world.wait_ready()
         env = {
-            "REPLENISHER_DAY_SECONDS": f"{DAY_SECONDS:g}",
+            "REPLENISHER_DAY_SECONDS": f"{day_seconds:g}",
             "REPLENISHER_CALENDAR_FILE": str(calendar_file),
             # The window's own lapse is what these tests time: no escalation after it.
             "REPLENISHER_BACKUP_APPROVER": "none",
@@ -164,8 +167,8 @@ def _date(calendar: float) -> str:
 async def test_a_request_after_fridays_close_lapses_at_mondays_close_not_over_the_weekend(
     tmp_path: Path, log_dir: Path
 ) -> None:
-    async with site_stack(tmp_path, log_dir, holidays=[]) as site:
-        monday_opens = utc_instant("2026-12-07T09:00")
+    monday_opens = utc_instant("2026-12-07T09:00")
+    async with site_stack(tmp_path, log_dir, holidays=[], opens=monday_opens) as site:
         requested_at, deadline, ended_at = await approval_lapses(site, monday_opens)
 
         # One business day after a request in the weekend is Monday's working hours, all of them.
@@ -180,8 +183,8 @@ async def test_a_request_after_fridays_close_lapses_at_mondays_close_not_over_th
 
 async def test_a_holiday_in_the_approval_window_is_skipped(tmp_path: Path, log_dir: Path) -> None:
     # Monday 7 December is a holiday: the window is Tuesday's working hours.
-    async with site_stack(tmp_path, log_dir, holidays=[date(2026, 12, 7)]) as site:
-        tuesday_opens = utc_instant("2026-12-08T09:00")
+    tuesday_opens = utc_instant("2026-12-08T09:00")
+    async with site_stack(tmp_path, log_dir, holidays=[date(2026, 12, 7)], opens=tuesday_opens) as site:
         requested_at, deadline, ended_at = await approval_lapses(site, tuesday_opens)
 
         assert deadline == pytest.approx(site.clock.to_wall(utc_instant("2026-12-08T17:00")), abs=1e-3)
