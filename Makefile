@@ -8,6 +8,8 @@
 #   make console the manager's web console on :8090, over the running stack
 # The service's ASGI server: make up SERVER=hypercorn (or granian, the default); make test SERVER=hypercorn
 # runs the suite's service on it. Without it, REPLENISHER_SERVER decides, else the default (README: Settings).
+#   make test-repeat  the e2e and operator suites K times (K=5), HOG=1 beside a CPU hog (HOG=alt: every other
+#                round); lists each test that failed at least once, with its rounds and first lines
 #   make test-hypercorn  whole replenishments, the crash matrix and suspension with the service on hypercorn
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
@@ -48,7 +50,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots lint clean \
 	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet \
-	cluster-test lambda-test
+	cluster-test lambda-test test-repeat
 
 setup: $(INSTALLED) restate
 
@@ -83,6 +85,14 @@ ifeq ($(REPLAY),1)
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	exit $$status
 endif
+
+# Flakes before CI finds them: the e2e and operator suites K times, each round its own pytest session,
+# with HOG=1 a spinning process per core beside every round (HOG=alt: the odd rounds only).
+K ?= 5
+HOG ?= 0
+HOG_MODE := $(if $(filter 1,$(HOG)),every,$(if $(filter alt,$(HOG)),alternate,none))
+test-repeat: setup test-deps
+	$(BIN)/python scripts/test_repeat.py --rounds $(K) --hog $(HOG_MODE) -- $(PYTEST_ARGS)
 
 # The service on hypercorn, the other server it supports (the default is granian): whole
 # replenishments, the crash matrix and the suspension tests, then the last two in always-replay

@@ -208,8 +208,12 @@ async def _approve_and_kill(stack: ClusterStack, batch: list[tuple[Scenario, str
     assert [st["sku"] for st in statuses] == [s.sku for s, _ in batch]
     stack.kills.append({"node": node, "runs": at_kill, "failovers": await _failovers(stack) - before})
 
-    # Runs go on without the node; give them a few seconds of it before it comes back.
-    await asyncio.sleep(3)
+    # Runs go on without the node: every approved run of the batch gets its order to its
+    # supplier (the world's records) while the node is down, and only then does it come back.
+    async def ordered() -> bool:
+        return all(await asyncio.gather(*(s.orders() for s, _ in batch)))
+
+    await eventually(ordered, timeout=60, what=f"the batch's orders placed with {node} down")
     restarted = await asyncio.to_thread(stack.cluster.restart, node)
     # Rejoined: its own admin API answers queries that touch every partition (restart()
     # waited for that), it sees the full metadata store, and its own ingress serves calls.
