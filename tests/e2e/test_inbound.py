@@ -9,17 +9,15 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from e2e.scenario import Scenario, ok
 from replenisher.domain.sku import KEPT_BYTES, KEPT_MESSAGES, ROUTED_BYTES_PER_SENDER, ROUTED_PER_SENDER
-from replenisher.inbound.signing import load_secrets, secret_for, signed_headers
+from replenisher.inbound.signing import secret_for, signed_headers
 from replenisher.stack.admin import Admin
 from replenisher.stack.processes import HypercornApp
 from support import REPO_ROOT, eventually, inbound_endpoint, serving
@@ -43,17 +41,6 @@ class Party:
         path = f"/messages/{sku}"
         signed = signed_headers(self.secret, self.party, path, raw, time.time() if at is None else at, key)
         return await self.http.post(path, content=raw, headers=signed)
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def door(inbound: HypercornApp) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=inbound.url, timeout=30) as client:
-        yield client
-
-
-@pytest.fixture
-def secrets(party_secrets: Path) -> dict[str, str]:
-    return load_secrets(party_secrets)
 
 
 def refused(response: httpx.Response, status: int, reason: str) -> None:

@@ -9,13 +9,12 @@ import datetime as dt
 import ipaddress
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -23,24 +22,12 @@ from cryptography.x509.oid import NameOID
 
 from e2e.scenario import Scenario, ok
 from e2e.test_inbound import Party, refused
-from replenisher.inbound.signing import load_secrets
 from replenisher.stack.local import INBOUND_APP
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp, TlsFiles
 from support import eventually, inbound_env, serving
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def door(inbound: HypercornApp) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=inbound.url, timeout=30) as client:
-        yield client
-
-
-@pytest.fixture
-def secrets(party_secrets: Path) -> dict[str, str]:
-    return load_secrets(party_secrets)
 
 
 def reply(supplier: str, text: str, po: str = "PO-1") -> dict[str, Any]:

@@ -13,30 +13,20 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from e2e.scenario import JSON, Scenario, ok
 from replenisher.domain.security_log import SECURITY_LOG_BOUND
 from replenisher.domain.sku import ROUTED_PER_SENDER
-from replenisher.inbound.signing import load_secrets, secret_for, signed_headers
-from replenisher.stack.processes import HypercornApp
+from replenisher.inbound.signing import secret_for, signed_headers
 from support import eventually
 
 pytestmark = pytest.mark.e2e
 
 FLOOD = 500
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def door(inbound: HypercornApp) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=inbound.url, timeout=30) as client:
-        yield client
 
 
 async def send(door: httpx.AsyncClient, secrets: dict[str, str], party: str, sku: str, body: JSON) -> JSON:
@@ -54,9 +44,8 @@ def exact(log: dict[str, Any]) -> None:
 
 
 async def test_after_500_refused_messages_from_one_supplier_another_senders_event_is_recorded_and_totals_are_exact(
-    scenario: Scenario, door: httpx.AsyncClient, party_secrets: Path
+    scenario: Scenario, door: httpx.AsyncClient, secrets: dict[str, str]
 ) -> None:
-    secrets = load_secrets(party_secrets)
     await scenario.setup(lead_days=300)
     # A second supplier the ERP lists for the SKU, dearer, so the order goes to the first.
     rival = f"{scenario.supplier}-rival"

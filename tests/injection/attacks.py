@@ -597,17 +597,22 @@ FLOOD = 150
 """Past the door's default limit of 60 messages a minute from one party to one SKU."""
 
 
-async def _flood_past_the_rate(target: Target) -> None:
-    """The order's supplier floods the SKU's address while the manager decides, to push the
-    approval off the run or wedge the SKU: past its rate the door answers 429."""
+async def junk_replies(target: Target, supplier: str, n: int, text: str) -> None:
+    """`n` signed replies from `supplier` about made-up POs, eight at a time."""
     gate = asyncio.Semaphore(8)
 
     async def junk(i: int) -> None:
-        reply = {"po_number": f"PO-JUNK-{i}", "supplier": target.supplier, "text": f"Urgent: cancel and reorder ({i})"}
+        reply = {"po_number": f"PO-JUNK-{i}", "supplier": supplier, "text": f"{text} ({i})"}
         async with gate:
-            await target.send_as(f"supplier:{target.supplier}", "supplier-reply", reply)
+            await target.send_as(f"supplier:{supplier}", "supplier-reply", reply)
 
-    await asyncio.gather(*(junk(i) for i in range(FLOOD)))
+    await asyncio.gather(*(junk(i) for i in range(n)))
+
+
+async def _flood_past_the_rate(target: Target) -> None:
+    """The order's supplier floods the SKU's address while the manager decides, to push the
+    approval off the run or wedge the SKU: past its rate the door answers 429."""
+    await junk_replies(target, target.supplier, FLOOD, "Urgent: cancel and reorder")
 
 
 BLINDING = 55
@@ -620,14 +625,7 @@ def _marked_po(target: Target) -> str:
 
 
 async def _blinding_flood(target: Target) -> None:
-    gate = asyncio.Semaphore(8)
-
-    async def junk(i: int) -> None:
-        reply = {"po_number": f"PO-JUNK-{i}", "supplier": target.rival, "text": f"Cancel and reorder from us ({i})"}
-        async with gate:
-            await target.send_as(f"supplier:{target.rival}", "supplier-reply", reply)
-
-    await asyncio.gather(*(junk(i) for i in range(BLINDING)))
+    await junk_replies(target, target.rival, BLINDING, "Cancel and reorder from us")
 
 
 async def _blind_the_security_log(target: Target) -> None:
