@@ -37,6 +37,7 @@ import math
 import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
@@ -87,6 +88,8 @@ class Refused(Exception):
         self.status = status
         self.reason = reason
         self.headers = headers or {}
+        self.party = UNAUTHENTICATED
+        """Whom it is counted against: the authenticated party, once there is one."""
 
 
 class ItemSuppliers(BaseModel):
@@ -131,12 +134,7 @@ class Reply:
 class InboundApp:
     def __init__(self, settings: InboundSettings | None = None) -> None:
         self._settings = settings
-        self._secrets: dict[str, str] | None = None
-        self._seen: SeenSignatures | None = None
         self._client: httpx.AsyncClient | None = None
-        self._limits: RateLimits | None = None
-        self._items: ItemCache | None = None
-        self._door_key: bytes | None = None
 
     @property
     def settings(self) -> InboundSettings:
@@ -144,35 +142,26 @@ class InboundApp:
             self._settings = InboundSettings.from_env()
         return self._settings
 
-    @property
+    # Read or made at the first use (lifespan startup reads the files, so a bad one fails the start).
+    @cached_property
     def secrets(self) -> dict[str, str]:
-        if self._secrets is None:
-            self._secrets = load_secrets(self.settings.secrets_file)
-        return self._secrets
+        return load_secrets(self.settings.secrets_file)
 
-    @property
+    @cached_property
     def seen(self) -> SeenSignatures:
-        if self._seen is None:
-            self._seen = SeenSignatures(self.settings.replay_window_seconds)
-        return self._seen
+        return SeenSignatures(self.settings.replay_window_seconds)
 
-    @property
+    @cached_property
     def door_key(self) -> bytes:
-        if self._door_key is None:
-            self._door_key = load_door_key(self.settings.door_key_file)
-        return self._door_key
+        return load_door_key(self.settings.door_key_file)
 
-    @property
+    @cached_property
     def limits(self) -> RateLimits:
-        if self._limits is None:
-            self._limits = RateLimits.of(self.settings.rate_per_party, self.settings.rate_per_party_and_sku)
-        return self._limits
+        return RateLimits.of(self.settings.rate_per_party, self.settings.rate_per_party_and_sku)
 
-    @property
+    @cached_property
     def items(self) -> ItemCache:
-        if self._items is None:
-            self._items = ItemCache(self.settings.item_cache_seconds)
-        return self._items
+        return ItemCache(self.settings.item_cache_seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -212,7 +201,7 @@ class InboundApp:
         try:
             return await self.receive_message(scope, headers, receive)
         except Refused as e:
-            self.limits.count_refused(getattr(e, "party", UNAUTHENTICATED), e.status)
+            self.limits.count_refused(e.party, e.status)
             raise
 
     async def receive_message(self, scope: Scope, headers: dict[str, str], receive: Receive) -> Reply:
@@ -234,7 +223,7 @@ class InboundApp:
             # signed request after a refusal (over its rate, the ERP or the ingress away) must get
             # through. Restate still delivers it once, by its idempotency key.
             self.seen.forget(signature)
-            e.party = sender.party  # type: ignore[attr-defined]
+            e.party = sender.party
             raise
         if reply.status >= 300:
             self.seen.forget(signature)

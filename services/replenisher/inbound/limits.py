@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -67,8 +68,9 @@ class Limiter:
         return len(self._buckets)
 
     def _trim(self, now: float) -> None:
-        full = [k for k, b in self._buckets.items() if b.tokens + (now - b.at) * self.per_second >= self.per_minute]
-        for key in full:
+        for bucket in self._buckets.values():
+            bucket.refill(now, self.per_minute, self.per_second)
+        for key in [k for k, b in self._buckets.items() if b.tokens >= self.per_minute]:
             del self._buckets[key]
         while len(self._buckets) > self.max_buckets:
             self._buckets.popitem(last=False)
@@ -108,12 +110,14 @@ class RateLimits:
         return None
 
     def count_refused(self, party: str, status: int) -> None:
-        key = party if party in self.refused or len(self.refused) < self.max_parties_counted else "(others)"
-        self.refused.setdefault(key, Counter())[str(status)] += 1
+        self.refused.setdefault(self._counted_as(party, self.refused), Counter())[str(status)] += 1
 
     def count_forwarded(self, party: str) -> None:
-        key = party if party in self.forwarded or len(self.forwarded) < self.max_parties_counted else "(others)"
-        self.forwarded[key] += 1
+        self.forwarded[self._counted_as(party, self.forwarded)] += 1
+
+    def _counted_as(self, party: str, counts: dict[str, Any]) -> str:
+        """The party's own name while the counts name fewer than `max_parties_counted`."""
+        return party if party in counts or len(counts) < self.max_parties_counted else "(others)"
 
     def stats(self) -> DoorStats:
         return DoorStats(
