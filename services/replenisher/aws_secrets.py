@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +25,9 @@ from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx
+
+from replenisher.inbound.signing import write_private
+from replenisher.inbound.stamp import DOOR_KEY_ENV, DoorKeyError, parse_door_key
 
 KEY_SOURCE_ENV = "REPLENISHER_ANTHROPIC_KEY_SOURCE"
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -196,8 +198,6 @@ DOOR_KEY_FIELD = "REPLENISHER_DOOR_KEY"
 def load_door_key_into_env(env: MutableMapping[str, str], directory: Path) -> bool:
     """With `REPLENISHER_DOOR_KEY_SOURCE` set, fetch the inbound endpoint's door key, write it
     to a file of its own in `directory` (0600) and point `REPLENISHER_DOOR_KEY_FILE` at it."""
-    from replenisher.inbound.stamp import DOOR_KEY_ENV, DoorKeyError, parse_door_key
-
     source = env.get(DOOR_KEY_SOURCE_ENV, "").strip()
     if not source:
         return False
@@ -207,8 +207,6 @@ def load_door_key_into_env(env: MutableMapping[str, str], directory: Path) -> bo
     except DoorKeyError as e:
         raise SecretFetchError(f"{source} holds no door key: {e}") from None
     path = directory / "replenisher-door-key"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(value)
+    write_private(path, value)
     env[DOOR_KEY_ENV] = str(path)
     return True

@@ -16,11 +16,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretBytes, SecretStr, ValidationError, field_validator
 
 from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, Instant, load_calendar
 from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.waits import WaitDays
+from replenisher.inbound.stamp import DoorKeyError, load_door_key
 
 DEFAULT_INGRESS_URL = "http://127.0.0.1:8080"
 DEFAULT_ADMIN_URL = "http://127.0.0.1:9070"
@@ -57,7 +58,7 @@ class Settings(BaseModel):
     # The key the inbound endpoint stamps what it forwards with (REPLENISHER_DOOR_KEY_FILE): a
     # sender stated on `deliver` counts only under its stamp. None: every stated sender is an operator's say.
     door_key_file: str | None = None
-    door_key: SecretStr | None = Field(default=None, description="loaded from door_key_file")
+    door_key: SecretBytes | None = Field(default=None, description="loaded from door_key_file")
     # The Claude decider (REPLENISHER_DECIDER=claude); see README "Running with Claude".
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
@@ -188,10 +189,8 @@ def load_settings() -> Settings:
         except (OSError, ValueError) as e:
             raise SystemExit(f"invalid replenisher settings: REPLENISHER_CALENDAR_FILE: {e}") from e
     if isinstance(path := raw.get("door_key_file"), str):
-        from replenisher.inbound.stamp import DoorKeyError, load_door_key
-
         try:
-            raw["door_key"] = load_door_key(Path(path)).hex()
+            raw["door_key"] = load_door_key(Path(path))
         except DoorKeyError as e:
             raise SystemExit(f"invalid replenisher settings: REPLENISHER_DOOR_KEY_FILE: {e}") from e
     try:

@@ -385,7 +385,7 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
 def door_key() -> bytes | None:
     """The key the inbound endpoint stamps its forwards with, if this service was given it."""
     key = settings().door_key
-    return bytes.fromhex(key.get_secret_value()) if key is not None else None
+    return key.get_secret_value() if key is not None else None
 
 
 class ReceiptLookup(BaseModel):

@@ -135,11 +135,16 @@ def new_secrets(parties: Iterable[str] = ("manager", "warehouse", SUPPLIER_MASTE
     return {party: secrets.token_hex(32) for party in parties}
 
 
-def write_secrets(path: Path, values: Mapping[str, str]) -> None:
-    """Written 0600 from the start: the file never exists readable by others."""
+def write_private(path: Path, text: str) -> None:
+    """`text` written 0600 from the start, whole or not at all: the file never exists readable
+    by others, nor half written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        json.dump(dict(values), f, indent=2)
+        f.write(text)
     os.replace(tmp, path)
+
+
+def write_secrets(path: Path, values: Mapping[str, str]) -> None:
+    write_private(path, json.dumps(dict(values), indent=2))

@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import secrets
 from pathlib import Path
 from typing import Any
 
 from replenisher.domain.documents import OPERATOR, OPERATOR_PARTY, EventKind, Sender
+from replenisher.inbound.signing import write_private
 
 DOOR_KEY_ENV = "REPLENISHER_DOOR_KEY_FILE"
 STAMP_VERSION = "door-v1"
@@ -77,9 +77,4 @@ def load_door_key(path: Path) -> bytes:
 
 def write_new_door_key(path: Path) -> None:
     """A fresh key, written 0600 from the start."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(KEY_HEX_LENGTH // 2) + "\n")
-    os.replace(tmp, path)
+    write_private(path, secrets.token_hex(KEY_HEX_LENGTH // 2) + "\n")
