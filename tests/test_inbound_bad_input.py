@@ -12,6 +12,7 @@ import json
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -44,7 +45,23 @@ def endpoint(tmp_path: Path) -> tuple[InboundApp, dict[str, str], list[httpx.Req
     return app, secrets, forwarded
 
 
-async def post(
+async def call(app: InboundApp, scope: dict[str, Any], body: bytes = b"") -> tuple[int, dict[str, str], Any]:
+    """One request to the ASGI app: its status, headers and JSON body."""
+    sent: list[dict[str, Any]] = []
+    chunks = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return chunks.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app({"type": "http", **scope}, receive, send)
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in sent[0]["headers"]}
+    return sent[0]["status"], headers, json.loads(sent[1]["body"] or b"{}")
+
+
+async def post_whole(
     app: InboundApp,
     secrets: dict[str, str],
     raw_path: bytes,
@@ -56,7 +73,7 @@ async def post(
     signed_key: str | None = None,
     version: str = "v2",
     query: bytes = b"",
-) -> tuple[int, dict[str, Any]]:
+) -> tuple[int, dict[str, str], dict[str, Any]]:
     """Posts `body` signed; `key` is the idempotency-key header, `signed_key` the key signed (`key`)."""
     ts = timestamp if timestamp is not None else str(int(time.time()))
     secret = secret_for(secrets, party)
@@ -69,28 +86,20 @@ async def post(
         *([(b"idempotency-key", key.encode())] if key is not None else []),
         *(extra or []),
     ]
-    from urllib.parse import unquote
-
     scope = {
-        "type": "http",
         "method": "POST",
         "path": unquote(raw_path.decode("latin-1")),
         "raw_path": raw_path,
         "query_string": query,
         "headers": headers,
     }
-    sent: list[dict[str, Any]] = []
-    chunks = [{"type": "http.request", "body": body, "more_body": False}]
+    return await call(app, scope, body)
 
-    async def receive() -> dict[str, Any]:
-        return chunks.pop(0)
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    status = sent[0]["status"]
-    return status, json.loads(sent[1]["body"] or b"{}")
+async def post(app: InboundApp, secrets: dict[str, str], raw_path: bytes, body: bytes, **kw: Any) -> tuple[int, Any]:
+    """`post_whole` without the headers: the status and the JSON body."""
+    status, _, answer = await post_whole(app, secrets, raw_path, body, **kw)
+    return status, answer
 
 
 async def test_a_good_message_is_forwarded(endpoint: Any) -> None:

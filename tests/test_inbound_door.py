@@ -18,7 +18,7 @@ from replenisher.inbound.reach import ItemCache, reach
 from replenisher.inbound.settings import InboundSettings
 from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.inbound.stamp import load_door_key, stamp, vouched_sender, write_new_door_key
-from test_inbound_bad_input import REPLY, post
+from test_inbound_bad_input import REPLY, call, post, post_whole
 
 ITEMS = {"SKU-101": ["acme", "bolt"], "SKU-102": ["bolt"]}
 APPROVAL = {"event": "approval", "payload": {"po_number": "PO-1", "approved": True, "token": "t" * 32}}
@@ -167,40 +167,10 @@ async def test_a_flood_past_the_rate_is_a_429_with_retry_after_and_the_manager_s
 async def test_the_429_names_when_to_send_again(tmp_path: Path) -> None:
     door = Door(tmp_path, rate_per_party=1000, rate_per_party_and_sku=1)
     assert (await door.send("SKU-101", reply_from("acme", 1)))[0] == 200
-    headers = await raw_headers(door, "SKU-101", reply_from("acme", 2))
-    assert headers[":status"] == "429" and headers["retry-after"] == "60"
-
-
-async def raw_headers(door: Door, sku: str, body: dict[str, Any]) -> dict[str, str]:
-    """The response's headers (and `:status`), for what `post` does not return."""
-    import time
-
-    from replenisher.inbound.signing import secret_for, signed_headers
-
-    raw = json.dumps(body).encode()
-    path = f"/messages/{sku}"
-    secret = secret_for(door.secrets, "supplier:acme")
-    assert secret is not None
-    signed = signed_headers(secret, "supplier:acme", path, raw, time.time())
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "headers": [(k.encode(), v.encode()) for k, v in signed.items()],
-    }
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": raw, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await door.app(scope, receive, send)
-    headers = {k.decode(): v.decode() for k, v in sent[0]["headers"]}
-    return {":status": str(sent[0]["status"]), **headers}
+    status, headers, _ = await post_whole(
+        door.app, door.secrets, b"/messages/SKU-101", json.dumps(reply_from("acme", 2)).encode()
+    )
+    assert status == 429 and headers["retry-after"] == "60"
 
 
 async def test_a_query_string_is_a_400_since_the_signature_does_not_cover_it(tmp_path: Path) -> None:
@@ -221,17 +191,8 @@ async def test_behind_a_tls_proxy_only_what_the_proxy_marked_https_gets_through(
 
 
 async def stats(door: Door, client: tuple[str, int], headers: list[tuple[bytes, bytes]]) -> tuple[int, Any]:
-    scope = {"type": "http", "method": "GET", "path": "/stats", "headers": headers, "client": client}
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await door.app(scope, receive, send)
-    return sent[0]["status"], json.loads(sent[1]["body"])
+    status, _, body = await call(door.app, {"method": "GET", "path": "/stats", "headers": headers, "client": client})
+    return status, body
 
 
 async def test_the_stats_count_per_party_and_are_shown_only_on_this_host_unproxied(tmp_path: Path) -> None:
