@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from tests.support import REPO_ROOT, RESTATE_TEST_ENV, RegisteredService, service_env, world_env
+from tests.support import REPO_ROOT, RESTATE_TEST_ENV, RegisteredService, inbound_env, service_env, world_env
 
 from anthropic_stand_in import STAND_IN_APP
 from replenisher.inbound.stamp import DOOR_KEY_ENV, write_new_door_key
@@ -33,7 +33,6 @@ DeciderKind = Literal["policy", "claude", "compromised"]
 KINDS: tuple[DeciderKind, ...] = ("policy", "claude", "compromised")
 
 INBOUND_APP = "replenisher.inbound.app:app"
-PARTY_SECRETS_ENV = "REPLENISHER_PARTY_SECRETS_FILE"
 
 # Waits short enough that a run an attack stalls ends within the suite, long enough that the
 # suite (the manager) answers in time on a loaded machine. In business days of 0.25 s.
@@ -134,12 +133,9 @@ def stack(kind: DeciderKind, log_dir: Path, api_url: str | None, suppliers: Sequ
             inbound = HypercornApp(
                 INBOUND_APP,
                 free_port(),
-                {
-                    "REPLENISHER_INGRESS_URL": runtime.ingress_url,
-                    PARTY_SECRETS_ENV: str(secrets_file),
-                    DOOR_KEY_ENV: str(door_key),
-                    "REPLENISHER_WORLD_URL": f"http://127.0.0.1:{world_port}",
-                },
+                inbound_env(
+                    runtime.ingress_url, secrets_file, f"http://127.0.0.1:{world_port}", {DOOR_KEY_ENV: str(door_key)}
+                ),
                 name=f"inbound-{kind}",
                 log_path=log_dir / f"inbound-{kind}.log",
             )
