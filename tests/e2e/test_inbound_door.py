@@ -25,6 +25,7 @@ from e2e.test_inbound import Party, refused
 from replenisher.stack.local import INBOUND_APP
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp, TlsFiles
+from simulated_world.app import trusted
 from support import eventually, inbound_env, serving
 
 pytestmark = pytest.mark.e2e
@@ -172,7 +173,7 @@ async def test_the_door_serves_tls_with_a_certificate_and_key_from_files(
     app = HypercornApp(INBOUND_APP, free_port(), env, name="inbound-tls", log_path=log_dir / "inbound-tls.log", tls=tls)
     with serving(app):
         assert app.url.startswith("https://")
-        async with httpx.AsyncClient(base_url=app.url, timeout=30, verify=trusting(tls.cert)) as door:
+        async with httpx.AsyncClient(base_url=app.url, timeout=30, verify=trusted(tls.cert)) as door:
             supplier = Party(door, secrets, f"supplier:{scenario.supplier}")
             sent = await supplier.send(scenario.sku, reply(scenario.supplier, "over TLS"))
             assert sent.status_code == 200, sent.text
@@ -193,14 +194,6 @@ async def test_the_door_serves_tls_with_a_certificate_and_key_from_files(
             assert answer is None or answer.status_code >= 400
     kept = (await scenario.status())["kept"]
     assert [m["payload"]["text"] for m in kept] == ["over TLS"]
-
-
-def trusting(cert: Path) -> Any:
-    import ssl
-
-    context = ssl.create_default_context()
-    context.load_verify_locations(cafile=str(cert))
-    return context
 
 
 async def test_a_sender_stated_on_the_ingress_is_an_operators_say_and_only_the_doors_stamp_names_the_party(

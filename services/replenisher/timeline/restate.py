@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
-from replenisher.domain.documents import SKU_ID
+from replenisher.domain.documents import SKU_ID, Sender
 from replenisher.domain.security import without_secrets
 from replenisher.domain.sku import SkuRecord, split_run_id
 from replenisher.domain.state import State
@@ -652,6 +652,17 @@ class RestateClient:
         return sorted(decisions, key=lambda d: d.round)
 
 
+def channel_of(sender: Any) -> str | None:
+    """Who carried a message, as the record names it (`operator (said: manager)` for a stated one)."""
+    if isinstance(sender, str):
+        return sender[:200]
+    try:
+        return Sender.model_validate(sender).label
+    except ValidationError:
+        party = sender.get("party") if isinstance(sender, dict) else None
+        return str(party)[:200] if party is not None else None
+
+
 def decision_of(key: str, value: Any) -> Decision | None:
     """An approval message as a Decision. The message is the payload itself, or (once the
     sender is recorded) an envelope with `payload`, `sender` and `arrived_at`."""
@@ -663,10 +674,7 @@ def decision_of(key: str, value: Any) -> Decision | None:
     if not isinstance(body, dict):
         return None
     payload = body.get("payload") if isinstance(body.get("payload"), dict) else body
-    sender = body.get("sender")
-    channel = sender.get("party") if isinstance(sender, dict) else (sender if isinstance(sender, str) else None)
-    if isinstance(sender, dict) and isinstance(sender.get("said"), str) and isinstance(channel, str):
-        channel = f"{channel} (said: {sender['said']})"[:200]
+    channel = channel_of(body.get("sender"))
     up_to = payload.get("up_to")
     arrived = body.get("arrived_at")
     return Decision(
