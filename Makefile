@@ -1,7 +1,8 @@
 # A fresh machine needs python3 (with venv and pip), node/npm and make; nothing else.
 #   make setup   .venv with the project and dev tools, plus the pinned Restate binaries
 #   make test    the whole test suite (starts real restate-server / hypercorn processes); on
-#                first use it installs Debian's chromium for the browser test (apt-get, root or sudo)
+#                first use it installs Debian's chromium for the browser test (apt-get, root or sudo).
+#                WORKERS=4 pytest processes share the tests, each with its own stack (WORKERS=1: one process)
 #   make up      the local stack on :8080 (ingress) :9070 (admin) :9080 (service) :9100 (world) :9090 (inbound)
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
 #   make restart-service  stop and start only the replenisher service; Restate and the world keep running
@@ -42,6 +43,11 @@ PYTEST_ARGS ?=
 # make test REPLAY=0 skips the second, always-replay pass over the end-to-end tests.
 REPLAY ?= 1
 SERVER ?=
+# The suites run in WORKERS pytest-xdist processes, each starting its own Restate, world and service on
+# free ports. The tests mostly wait on the compressed clock and on Restate, so twice a 2-core machine's
+# cores keeps it busy without starving the clock-bound tests; WORKERS=1 runs one process, as before.
+WORKERS ?= 4
+XDIST := $(if $(filter 0 1,$(WORKERS)),,-n $(WORKERS))
 ifneq ($(SERVER),)
 export REPLENISHER_SERVER := $(SERVER)
 endif
@@ -76,12 +82,12 @@ test-deps:
 
 # pytest exits 5 when it collected nothing; say so, and fail, rather than pass quietly.
 test: setup test-deps
-	@$(BIN)/pytest -q -ra $(PYTEST_ARGS); status=$$?; \
+	@$(BIN)/pytest -q -ra $(XDIST) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; \
 	exit $$status
 ifeq ($(REPLAY),1)
 	@echo "== the end-to-end tests again in always-replay mode: Restate suspends after every await"
-	@REPLENISHER_TEST_ALWAYS_REPLAY=1 $(BIN)/pytest -q -ra -m e2e $(PYTEST_ARGS); status=$$?; \
+	@REPLENISHER_TEST_ALWAYS_REPLAY=1 $(BIN)/pytest -q -ra -m e2e $(XDIST) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	exit $$status
 endif
@@ -92,15 +98,15 @@ K ?= 5
 HOG ?= 0
 HOG_MODE := $(if $(filter 1,$(HOG)),every,$(if $(filter alt,$(HOG)),alternate,none))
 test-repeat: setup test-deps
-	$(BIN)/python scripts/test_repeat.py --rounds $(K) --hog $(HOG_MODE) -- $(PYTEST_ARGS)
+	$(BIN)/python scripts/test_repeat.py --rounds $(K) --hog $(HOG_MODE) -- $(XDIST) $(PYTEST_ARGS)
 
 # The service on hypercorn, the other server it supports (the default is granian): whole
 # replenishments, the crash matrix and the suspension tests, then the last two in always-replay
 # mode. CI runs it after make test.
 HYPERCORN_E2E := tests/e2e/test_replenishment.py tests/e2e/test_crash_matrix.py tests/e2e/test_suspension.py
 test-hypercorn: setup
-	REPLENISHER_SERVER=hypercorn $(BIN)/pytest -q -ra -m e2e $(HYPERCORN_E2E) $(PYTEST_ARGS)
-	REPLENISHER_SERVER=hypercorn REPLENISHER_TEST_ALWAYS_REPLAY=1 $(BIN)/pytest -q -ra -m e2e \
+	REPLENISHER_SERVER=hypercorn $(BIN)/pytest -q -ra -m e2e $(XDIST) $(HYPERCORN_E2E) $(PYTEST_ARGS)
+	REPLENISHER_SERVER=hypercorn REPLENISHER_TEST_ALWAYS_REPLAY=1 $(BIN)/pytest -q -ra -m e2e $(XDIST) \
 		tests/e2e/test_crash_matrix.py tests/e2e/test_suspension.py $(PYTEST_ARGS)
 
 # Three restate-server nodes on loopback behind a fail-over ingress, each SIGKILLed in turn under load. The

@@ -107,13 +107,14 @@ def run_round(
         try:
             code = pytest.wait()
         except BaseException:
-            # Interrupted: pytest stops the way Ctrl-C stops it, so its fixtures stop the
-            # processes they started; killed only if it has not ended after that.
-            pytest.send_signal(signal.SIGINT)
+            # Interrupted: pytest (and its xdist workers, in the group it leads) stops the way
+            # Ctrl-C stops it, so its fixtures stop the processes they started; killed only if it
+            # has not ended after that.
+            _signal_group(pytest, signal.SIGINT)
             try:
                 pytest.wait(timeout=STOP_GRACE)
             except subprocess.TimeoutExpired:
-                pytest.kill()
+                _signal_group(pytest, signal.SIGKILL)
                 pytest.wait()
             raise
     elapsed = time.monotonic() - started
@@ -121,6 +122,14 @@ def run_round(
         lost = Failure("(the whole round)", number, loaded, "error", [f"pytest exited {code} without a report"])
         return code, [lost], elapsed
     return code, failures_in(report, number, loaded), elapsed
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    """Signals the process group the round's pytest leads (its own, from process_group=0)."""
+    try:
+        os.killpg(process.pid, signum)
+    except ProcessLookupError:
+        pass  # the whole group has ended already
 
 
 def summary(failures: list[Failure], rounds: int) -> list[str]:

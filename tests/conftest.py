@@ -21,6 +21,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from e2e import crash_table
 from e2e.scenario import Scenario
 from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.inbound.stamp import DOOR_KEY_ENV, write_new_door_key
@@ -209,6 +210,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    crash_table.attach(report)
     if report.failed:
         used = getattr(item, "fixturenames", ())
         for name, process in list(_session_logs.items()):
@@ -227,3 +229,17 @@ def scenario(
     """A test's own SKU and supplier in the session's world (see tests/e2e/scenario.py)."""
     name = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name.removeprefix("test_"))[:24].strip("-")
     return Scenario(ingress, world_client, name)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    crash_table.collect(report)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The crash matrix's table, printed once: by the controller when pytest-xdist runs workers
+    (their rows arrive on the reports), else by the one process."""
+    if hasattr(terminalreporter.config, "workerinput") or not crash_table.ROWS:
+        return
+    terminalreporter.section("crash matrix")
+    for line in crash_table.lines():
+        terminalreporter.write_line(line)

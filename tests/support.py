@@ -25,13 +25,15 @@ REPO_ROOT = TESTS_DIR.parent
 # two, long enough that two processes on a 2-core machine can tell days apart.
 TEST_DAY_SECONDS = float(os.environ.get("REPLENISHER_TEST_DAY_SECONDS", "0.25"))
 CHECK_INTERVAL_DAYS = 1
-# Far longer than a crash, restart and retry on a loaded machine; tests of timeouts shorten
-# them for their own SKU (SkuAgent/<sku>/configure).
-APPROVAL_WAIT_DAYS = 200
+# Longer than a worker's whole session (5000 days: about 21 minutes), so no default wait lapses, and
+# no reminder (at half and 90% of it) wakes a run another test left waiting, however loaded the
+# machine; tests of timeouts and reminders set their own for their SKU (SkuAgent/<sku>/configure).
+# Within the calendar's reach (domain.calendar: 30 years).
+APPROVAL_WAIT_DAYS = 5000
 # The compressed clock's origin, shared by the service and the world of a session so they
 # agree on the calendar date: now, on the wall clock and on the calendar.
 CLOCK_ORIGIN = time.time()
-REPLY_WAIT_DAYS = 200
+REPLY_WAIT_DAYS = APPROVAL_WAIT_DAYS
 
 # Restate settings for the test runtime, on top of restate.toml.
 RESTATE_TEST_ENV: dict[str, str] = {
@@ -105,6 +107,38 @@ async def eventually(
             raise AssertionError(
                 f"{description} did not hold within {timeout:g}s ({attempts} attempts); {detail}"
             ) from last_error
+        await asyncio.sleep(interval)
+
+
+async def while_progressing(
+    predicate: Callable[[], Awaitable[T]],
+    progress: Callable[[], Awaitable[object]],
+    stall: float = 30.0,
+    interval: float = 0.2,
+    what: str | None = None,
+) -> T:
+    """Poll `predicate` until it returns something truthy, for as long as `progress` keeps changing.
+
+    For work whose length follows the machine (hundreds of messages, each a journaled turn):
+    the bound is not a guess at the whole, but `stall` seconds without any progress (`progress`
+    returns a new value, e.g. a count of messages read). Errors count as "not yet", as in
+    `eventually`.
+    """
+    description = what or getattr(predicate, "__name__", repr(predicate))
+    seen: object = None
+    moved = time.monotonic()
+    while True:
+        try:
+            result = await predicate()
+            if result:
+                return result
+            now = await progress()
+        except Exception:
+            now = seen
+        if now != seen:
+            seen, moved = now, time.monotonic()
+        elif time.monotonic() - moved >= stall:
+            raise AssertionError(f"{description}: no progress for {stall:g}s; it stopped at {seen!r}")
         await asyncio.sleep(interval)
 
 

@@ -7,7 +7,6 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from e2e import crash_table
 from replenisher.inbound.signing import load_secrets
 from replenisher.stack.processes import HypercornApp
 
@@ -23,10 +22,3 @@ async def door(inbound: HypercornApp) -> AsyncIterator[httpx.AsyncClient]:
 def secrets(party_secrets: Path) -> dict[str, str]:
     """The outside parties' secrets, as the session's inbound endpoint has them."""
     return load_secrets(party_secrets)
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if crash_table.ROWS:
-        terminalreporter.section("crash matrix")
-        for line in crash_table.lines():
-            terminalreporter.write_line(line)

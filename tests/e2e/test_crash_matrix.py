@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from e2e.crash_table import ROWS
+from e2e import crash_table
 from e2e.scenario import Scenario, ok
 from replenisher.stack.admin import Admin
 from support import CRASH_POINTS, DECISION_LOG, HAPPY_PATH, RegisteredService, eventually
@@ -314,7 +314,7 @@ async def check_run(
     duplicates = await duplicate_effects(scenario, path, po)
     decisions = decisions_of(outcome["run_id"])
     extra = sum(decisions.values()) - len(decisions)
-    ROWS.append((point, outcome["outcome"], duplicates, extra, "; ".join(proofs)))
+    crash_table.record((point, outcome["outcome"], duplicates, extra, "; ".join(proofs)))
 
     turns = (await scenario.run_view(outcome["run_id"]))["state"]["history"]
     history = [t["tool"] for t in turns]
