@@ -7,8 +7,9 @@
 #   make down    stop it (Restate's data in .stack/ stays, so the next `up` resumes)
 #   make restart-service  stop and start only the replenisher service; Restate and the world keep running
 #   make console the manager's web console on :8090, over the running stack
+#   make docs    the documentation site (docs/, mkdocs-material) into site/, failing on a broken link or anchor
 # The service's ASGI server: make up SERVER=hypercorn (or granian, the default); make test SERVER=hypercorn
-# runs the suite's service on it. Without it, REPLENISHER_SERVER decides, else the default (README: Settings).
+# runs the suite's service on it. Without it, REPLENISHER_SERVER decides, else the default (docs/operating/settings.md).
 #   make test-repeat  the e2e and operator suites K times (K=5), HOG=1 beside a CPU hog (HOG=alt: every other
 #                round); lists each test that failed at least once, with its rounds and first lines
 #   make test-hypercorn  whole replenishments, the crash matrix and suspension with the service on hypercorn
@@ -54,7 +55,7 @@ endif
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots lint clean \
+.PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots docs lint clean \
 	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet \
 	cluster-test lambda-test test-repeat
 
@@ -156,7 +157,7 @@ restart-service: $(INSTALLED)
 console: $(INSTALLED)
 	$(BIN)/replenisher console
 
-# The README's pictures of the console, the CLI and a replay (docs/screenshots/), from a small world
+# The docs' pictures of the console, the CLI and a replay (docs/screenshots/), from a small world
 # on the test fixtures' stack (free ports, not the shared one), in Debian's Chromium.
 screenshots: setup test-deps
 	REPLENISHER_SCREENSHOT_DIR=docs/screenshots $(BIN)/pytest -q tests/operator/test_console_screenshots.py \
@@ -165,6 +166,12 @@ screenshots: setup test-deps
 
 status: $(INSTALLED)
 	$(BIN)/python -m replenisher.stack status $(STACK_ARGS)
+
+# The documentation site: docs/ with mkdocs.yml, built offline into site/ (gitignored). --strict fails
+# on any warning: a page left out of the nav, a link or #anchor that does not resolve. The theme's
+# notice about its future is not a warning of this build; NO_MKDOCS_2_WARNING leaves it out.
+docs: $(INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -10,7 +10,7 @@ loglet's as a multiple of the replicated one's:
     loglet-wake: replicated_wake_cpu_ms=A local_wake_cpu_ms=B wake_cpu_ratio=Rx
     loglet: replicated_cpu_ms=A local_cpu_ms=B cpu_ratio=Rx replicated_per_s=X local_per_s=Y throughput_ratio=Tx
 
-It is how `restate.toml`'s `[bifrost] default-provider` was chosen (README "Benchmarks").
+It is how `restate.toml`'s `[bifrost] default-provider` was chosen (the docs' benchmarks page, docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ def per_replenishment(runs: Sequence[RunCount], total_requests: int) -> JSON:
 
 
 def lines(figures: JSON) -> list[str]:
-    """Both counts, as printed and as the README says them."""
+    """Both counts, as printed and as the docs' benchmarks page says them."""
     api, ledgers = figures["stand_in_api"], figures["ledgers"]
     return [
         f"model calls per replenishment (Claude decider, stand-in API, {figures['replenishments']} replenishments): "

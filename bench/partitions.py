@@ -10,7 +10,7 @@ of each count's rounds, and the last lines give the first count's as a multiple 
     partitions-wake: p1_wake_cpu_ms=A p2_wake_cpu_ms=B wake_cpu_ratio=Rx
     partitions: p1_cpu_ms=A p2_cpu_ms=B cpu_ratio=Rx p1_per_s=X p2_per_s=Y throughput_ratio=Tx
 
-It is how `restate.toml`'s `default-num-partitions` was chosen (README "Benchmarks").
+It is how `restate.toml`'s `default-num-partitions` was chosen (the docs' benchmarks page, docs/benchmarks.md).
 """
 
 from __future__ import annotations

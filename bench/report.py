@@ -1,4 +1,5 @@
-"""From results.json to what a reader sees: PNG plots, one ratio line per metric, the README table.
+"""From results.json to what a reader sees: PNG plots, one ratio line per metric, and the table on the
+docs' benchmarks page (docs/benchmarks.md, between its bench markers; README.md is never touched).
 
 Ratios are read as "the peer's figure is Nx ours": above 1 the peer costs more (time, CPU,
 memory, disk) or, for throughput, pushes more through.
@@ -15,7 +16,7 @@ from typing import Any
 JSON = dict[str, Any]
 Say = Callable[[str], None]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 FULL_RUN = "30"
 # "Does not grow": under 2 KB of service memory per extra waiting run (20 MB at 10,000).
@@ -479,7 +480,7 @@ def plots(results: JSON, out: Path) -> list[Path]:
     return written
 
 
-# --- the README table ------------------------------------------------------------------------
+# --- the table on the docs' benchmarks page -------------------------------------------------
 
 
 def table(results: JSON) -> str:
@@ -698,25 +699,26 @@ def verdict(met: bool | None) -> str:
     return "yes" if met else "**no**"
 
 
-def write_readme(text: str) -> bool:
+def write_page(text: str) -> bool:
+    """The table between the benchmarks page's markers replaced by `text`; False if the page or a marker is missing."""
     try:
-        readme = README.read_text()
+        page = PAGE.read_text()
     except OSError:
         return False
     pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if not pattern.search(readme):
+    if not pattern.search(page):
         return False
-    README.write_text(pattern.sub(lambda _: f"{START}\n{text}{END}", readme))
+    PAGE.write_text(pattern.sub(lambda _: f"{START}\n{text}{END}", page))
     return True
 
 
-def report(results: JSON, out: Path, say: Say, readme: bool = True) -> None:
+def report(results: JSON, out: Path, say: Say, page: bool = True) -> None:
     for path in plots(results, out):
         say(f"plot: {path}")
     text = table(results)
     (out / "table.md").write_text(text)
-    if readme and write_readme(text):
-        say(f"table written into {README}")
+    if page and write_page(text):
+        say(f"table written into {PAGE}")
     results["targets"] = targets(results)
     say("targets (ours):")
     for t in results["targets"]:
@@ -728,36 +730,36 @@ def report(results: JSON, out: Path, say: Say, readme: bool = True) -> None:
         print(line, flush=True)
 
 
-def readme_table() -> str | None:
-    """The table between the README's bench markers, or None if they are missing."""
-    match = re.search(re.escape(START) + r"\n(.*?)" + re.escape(END), README.read_text(), re.S)
+def page_table() -> str | None:
+    """The table between the benchmarks page's markers, or None if they are missing."""
+    match = re.search(re.escape(START) + r"\n(.*?)" + re.escape(END), PAGE.read_text(), re.S)
     return match.group(1) if match else None
 
 
 def main() -> int:
     """`python -m bench.report`: plots, table and ratios again from bench/results/results.json.
 
-    `--table` rewrites only the README's table; `--check` only says whether it matches the json.
+    `--table` rewrites only the table on docs/benchmarks.md; `--check` only says whether it matches the json.
     """
     import argparse
     import json
 
     parser = argparse.ArgumentParser(prog="python -m bench.report", description=main.__doc__)
-    parser.add_argument("--check", action="store_true", help="exit 1 if the README's table differs from the json")
-    parser.add_argument("--table", action="store_true", help="rewrite the README's table, no plots")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the docs' table differs from the json")
+    parser.add_argument("--table", action="store_true", help="rewrite the table on docs/benchmarks.md, no plots")
     options = parser.parse_args()
     out = Path(__file__).resolve().parent / "results"
     results = json.loads((out / "results.json").read_text())
     if options.check:
-        same = readme_table() == table(results)
+        same = page_table() == table(results)
         print(
-            "README table matches bench/results/results.json"
+            f"the table on {PAGE.name} matches bench/results/results.json"
             if same
-            else "README table is stale: run `python -m bench.report --table`"
+            else f"the table on {PAGE.name} is stale: run `python -m bench.report --table`"
         )
         return 0 if same else 1
     if options.table:
-        write_readme(table(results))
+        write_page(table(results))
         return 0
     report(results, out, print)
     return 0

@@ -271,13 +271,13 @@ def main() -> int:
     parser.add_argument(
         "--model-calls",
         action="store_true",
-        help="only count model calls per replenishment (Claude decider over the stand-in API); README untouched",
+        help="only count model calls per replenishment (Claude decider over the stand-in API); the docs untouched",
     )
     options = parser.parse_args()
     if options.model_calls:
         return model_calls_only(options.keep)
     plan = PLANS["smoke" if options.smoke else "quick" if options.quick else "full"]
-    # Only a run of every system speaks for the comparison: a subset goes aside and leaves the README alone.
+    # Only a run of every system speaks for the comparison: a subset goes aside and leaves the docs' table alone.
     complete = set(options.systems) == set(SYSTEM_NAMES)
     out = RESULTS if complete else RESULTS / "partial"
     out.mkdir(parents=True, exist_ok=True)
@@ -329,7 +329,7 @@ def main() -> int:
     from bench.report import report, summary_line
 
     (out / "results.json").write_text(json.dumps(results, indent=2))
-    report(results, out, say, readme=complete)
+    report(results, out, say, page=complete)
     if options.keep:
         say(f"data and logs kept in {workdir}")
     else:

@@ -13,7 +13,7 @@ lines give granian's as a multiple of hypercorn's:
     servers-wake: hypercorn_wake_cpu_ms=H granian_wake_cpu_ms=G wake_cpu_ratio=Rx
     servers: hypercorn_cpu_ms=H granian_cpu_ms=G cpu_ratio=Rx hypercorn_per_s=A granian_per_s=B throughput_ratio=Tx
 
-It is how the default server was chosen (README "Benchmarks"): a few minutes, not part of `make test`.
+It is how the default server was chosen (docs/benchmarks.md): a few minutes, not part of `make test`.
 """
 
 from __future__ import annotations

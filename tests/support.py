@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import re
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -20,6 +21,7 @@ T = TypeVar("T")
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
+DOCS_DIR = REPO_ROOT / "docs"
 
 # One business day in the tests. Short enough that a multi-day wait takes a second or
 # two, long enough that two processes on a 2-core machine can tell days apart.
@@ -288,3 +290,45 @@ def as_the_door(sku: str, body: dict[str, Any]) -> dict[str, Any]:
     key = load_door_key(Path(os.environ[DOOR_KEY_ENV]))
     sender = Sender.model_validate(body["sender"])
     return {**body, "stamp": stamp(key, sku, body["event"], body["payload"], sender, body["received_at"])}
+
+
+# --- the documentation's pages, whose commands the tests run as written ----------------------
+
+
+def doc_section(page: str, heading: str) -> str:
+    """The text under `heading` (a whole heading line, e.g. "## TLS") on the docs page `page` (a
+    path under docs/), up to the next heading of the same or a higher level. Lines in code blocks
+    are never headings: a shell comment starts with "#" too."""
+    level = len(heading) - len(heading.lstrip("#"))
+    found, under, fenced = False, [], False
+    for line in (DOCS_DIR / page).read_text().splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        depth = len(line) - len(line.lstrip("#")) if not fenced and re.match(r"#{1,6} ", line) else 0
+        if found and 0 < depth <= level:
+            break
+        if found:
+            under.append(line)
+        found = found or (depth == level and line.rstrip("\n") == heading)
+    assert found, f"docs/{page} lost its section {heading!r}"
+    return "".join(under)
+
+
+def sh_blocks(text: str) -> list[str]:
+    """The ```sh blocks of a page or section, in order."""
+    return re.findall(r"```sh\n(.*?)```", text, re.S)
+
+
+def commented_commands(text: str) -> list[tuple[str, str]]:
+    """Each one-line command of the ```sh blocks in `text` with the comment line above it ("" when
+    none): the docs say in that comment what the command shows."""
+    found = []
+    for block in sh_blocks(text):
+        says = ""
+        for line in block.splitlines():
+            if line.startswith("#"):
+                says = line.lstrip("# ")
+            elif line.strip():
+                found.append((says, line.strip()))
+                says = ""
+    return found

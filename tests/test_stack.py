@@ -527,8 +527,9 @@ async def test_restart_inbound_keeps_the_secrets_so_the_world_still_gets_through
 def test_a_service_whose_supervisor_alone_was_killed_is_stopped_by_restart_and_down(
     stack_config: StackConfig,
 ) -> None:
-    # The README's crash rehearsal: `kill -9` the PID `make status` shows. Under granian that is
-    # the supervisor; its worker lives on in the same group and keeps serving the port.
+    # The docs' crash rehearsal (docs/deploying/local-stack.md): `kill -9` the PID `make status`
+    # shows. Under granian that is the supervisor; its worker lives on in the same group and keeps
+    # serving the port.
     config = stack_config.model_copy(update={"server": "granian"})
     stack = Stack(config)
     stack.up()

@@ -59,7 +59,7 @@ class Settings(BaseModel):
     # sender stated on `deliver` counts only under its stamp. None: every stated sender is an operator's say.
     door_key_file: str | None = None
     door_key: SecretBytes | None = Field(default=None, description="loaded from door_key_file")
-    # The Claude decider (REPLENISHER_DECIDER=claude); see README "Running with Claude".
+    # The Claude decider (REPLENISHER_DECIDER=claude); see docs/agent/claude.md.
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
     claude_model: str = "claude-sonnet-4-6"

@@ -1,16 +1,19 @@
 """The bench's own logic, without running a benchmark: its retry, its closing line, its plans,
-and the README table, which must be what the committed results.json says."""
+and the table on the docs' benchmarks page (docs/benchmarks.md), which must be what the committed
+results.json says."""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
+import bench.report
 import pytest
 from bench.model_calls import RunCount, lines, per_replenishment
 from bench.plan import FULL, QUICK
-from bench.report import PEERS, README, idle_sizes_lines, readme_table, summary_line, table
+from bench.report import END, PAGE, PEERS, START, idle_sizes_lines, page_table, summary_line, table, write_page
 from bench.retry import TransientError, once_more
 
 from support import REPO_ROOT
@@ -145,13 +148,30 @@ def test_the_full_plan_takes_ours_and_the_floor_to_10000_waiting_and_names_only_
     assert all(sizes[-1] >= 10 * sizes[0] for sizes in FULL.idle_sizes_by_system.values())
 
 
-# --- the README's table is generated from the committed results -----------------------------
+# --- the benchmarks page's table is generated from the committed results ---------------------
 
 
-def test_the_readme_table_is_the_one_the_committed_results_make() -> None:
+def test_the_docs_table_is_the_one_the_committed_results_make() -> None:
     results = json.loads(RESULTS.read_text())
-    assert readme_table() == table(results), f"{README}: run `python -m bench.report --table`"
-    assert summary_line(results) in readme_table()
+    assert PAGE == REPO_ROOT / "docs" / "benchmarks.md"
+    assert page_table() == table(results), f"{PAGE}: run `python -m bench.report --table`"
+    assert summary_line(results) in (page_table() or "")
+    # The bench writes the docs, never the README: no markers there for it to fill.
+    assert START not in (REPO_ROOT / "README.md").read_text()
+
+
+def test_the_report_rewrites_only_the_table_between_the_pages_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = tmp_path / "benchmarks.md"
+    page.write_text(f"# Benchmarks\n\nprose\n\n{START}\nan old table\n{END}\n\nmore prose\n")
+    monkeypatch.setattr(bench.report, "PAGE", page)
+    results = json.loads(RESULTS.read_text())
+    assert write_page(table(results))
+    assert page.read_text() == f"# Benchmarks\n\nprose\n\n{START}\n{table(results)}{END}\n\nmore prose\n"
+    page.write_text("# Benchmarks without markers\n")
+    assert not write_page(table(results))
+    assert page.read_text() == "# Benchmarks without markers\n"
 
 
 # --- model calls: the stand-in's request log against the runs' ledgers ---------------------
@@ -223,7 +243,7 @@ def test_overruled_turns_do_not_pair_calls_with_turns_and_say_so() -> None:
     ]
 
 
-def test_the_readme_section_appears_only_with_model_calls_in_the_results() -> None:
+def test_the_model_calls_line_appears_only_with_model_calls_in_the_results() -> None:
     results = json.loads(RESULTS.read_text())
     assert "model_calls" not in results or "Ours, model calls" in table(results)
     with_calls = {**results, "model_calls": {"label": "x", **per_replenishment(two_runs(), 11)}}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shutil
 import sys
 import time
@@ -20,7 +19,7 @@ from replenisher.domain.sku import KEPT_BYTES, KEPT_MESSAGES, ROUTED_BYTES_PER_S
 from replenisher.inbound.signing import secret_for, signed_headers
 from replenisher.stack.admin import Admin
 from replenisher.stack.processes import HypercornApp
-from support import REPO_ROOT, eventually, inbound_endpoint, serving
+from support import doc_section, eventually, inbound_endpoint, serving, sh_blocks
 
 pytestmark = pytest.mark.e2e
 
@@ -297,17 +296,15 @@ async def test_a_captured_request_sent_to_another_replica_is_delivered_once_what
 
 
 @pytest.mark.skipif(not (shutil.which("curl") and shutil.which("openssl")), reason="needs curl and openssl")
-async def test_the_readmes_way_to_send_as_a_party_works_as_written(
+async def test_the_docs_way_to_send_as_a_party_works_as_written(
     scenario: Scenario, inbound: HypercornApp, party_secrets: Path, tmp_path: Path
 ) -> None:
-    """The README's ```sh block under "The inbound endpoint", run with bash, curl and openssl in a
-    directory holding the stack's secrets where the README says, against this session's endpoint.
-    Judged from the SKU's kept messages."""
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme.split("### The inbound endpoint", 1)[1].split("\n## ", 1)[0]
-    [block] = re.findall(r"```sh\n(.*?)```", section, re.S)
+    """The docs' ```sh block under "Sending as a party by hand" (docs/security/inbound.md), run with
+    bash, curl and openssl in a directory holding the stack's secrets where the docs say, against
+    this session's endpoint. Judged from the SKU's kept messages."""
+    [block] = sh_blocks(doc_section("security/inbound.md", "## Sending as a party by hand"))
     await scenario.setup(on_hand=50)  # no run: what is delivered is kept
-    # The README writes as acme, which a supplier may only do about a SKU its ERP item lists.
+    # The docs write as acme, which a supplier may only do about a SKU its ERP item lists.
     acme = {"name": "Acme", "prices": {scenario.sku: 4.0}, "lead_days": 2, "reply_days": 0.5}
     ok(await scenario.world.put("/admin/suppliers/acme", json=acme))
     item = {"on_hand": 50, "safety_stock": 20, "target_stock": 100, "suppliers": [scenario.supplier, "acme"]}

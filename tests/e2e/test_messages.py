@@ -27,7 +27,7 @@ async def test_messages_before_the_wait_and_several_of_one_kind_are_each_consume
     b = ok(await scenario.deliver("goods", second, key=f"{po}-r2"))
     assert (a["seq"], again["seq"], b["seq"]) == (0, 0, 1)
     # Another message under a used key is dropped (Restate matches the key, not the body, as the
-    # README says): it gets the first answer, and the run never sees r3.
+    # docs say): it gets the first answer, and the run never sees r3.
     third = await scenario.book_goods("r3", po, 5)
     assert ok(await scenario.deliver("goods", third, key=f"{po}-r1")) == a
     assert a["run_id"] == run_id and not a["kept"]

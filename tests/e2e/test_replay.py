@@ -108,7 +108,7 @@ async def test_a_real_run_is_archived_and_its_replay_calls_nothing_in_the_world(
     assert f"data-run='{run_id}'" in html and "data-parts-at=''" in html and "data-parts-here" not in html
     assert html.count("(same)") == len(HAPPY_PATH) and "offline agrees with the record on all" in html
 
-    # Every archived run Restate keeps, as the README has it; this run among them.
+    # Every archived run Restate keeps, as the docs have it; this run among them.
     code, out, err = await replay_cli("--all", "--since", "7d", "--admin-url", admin.url, "--json")
     assert code == 0, err
     assert run_id in [r["run_id"] for r in json.loads(out)["runs"]]

@@ -189,7 +189,7 @@ async def test_with_the_service_killed_the_console_says_since_when_and_what_rest
         assert dated.startswith("The replenisher service is down since "), dated
         assert first_sign(dated) <= first_sign(found), (dated, found)
         await page.screenshot(path=str(artifacts / "run-service-down.png"), full_page=True)
-        if docs := os.environ.get("REPLENISHER_SCREENSHOT_DIR"):  # the README's picture (make screenshots)
+        if docs := os.environ.get("REPLENISHER_SCREENSHOT_DIR"):  # the docs' picture (make screenshots)
             await page.set_viewport_size({"width": 1280, "height": 620})
             await page.screenshot(path=str(Path(docs) / "console-run-service-down.png"))
         await assert_page_fit_for_everyone(page, axe, "a run page while the service is down")

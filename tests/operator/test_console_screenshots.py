@@ -1,5 +1,6 @@
-"""The README's screenshots of the console and the CLI, taken from a small, realistic world on
-the real stack with Debian's Chromium at desktop and phone width (`make screenshots`).
+"""The docs' screenshots of the console and the CLI (docs/screenshots/, shown on docs/operating/),
+taken from a small, realistic world on the real stack with Debian's Chromium at desktop and phone
+width (`make screenshots`).
 
 Runs only when REPLENISHER_SCREENSHOT_DIR names the folder to write (docs/screenshots): it is
 how the pictures are made, the other browser tests are how the views are checked. It still
@@ -25,7 +26,7 @@ from support import RegisteredService, eventually
 SHOTS = os.environ.get("REPLENISHER_SCREENSHOT_DIR")
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not SHOTS, reason="makes the README's screenshots: set REPLENISHER_SCREENSHOT_DIR"),
+    pytest.mark.skipif(not SHOTS, reason="makes the docs' screenshots: set REPLENISHER_SCREENSHOT_DIR"),
 ]
 
 SUPPLIERS = {
@@ -65,7 +66,7 @@ async def shoot(page: Any, name: str) -> None:
     assert SHOTS is not None
     path = Path(SHOTS) / f"{name}.png"
     await page.screenshot(path=str(path))
-    assert path.stat().st_size < 150_000, f"{path} is {path.stat().st_size} bytes: keep the README's pictures small"
+    assert path.stat().st_size < 150_000, f"{path} is {path.stat().st_size} bytes: keep the docs' pictures small"
 
 
 async def test_the_readme_screenshots(

@@ -1,7 +1,7 @@
 """The SKUs page, the spend view and the inbox's stock and supplier names in a real headless
 Chromium against the real stack; every page checked with axe-core, at desktop and phone width.
 
-Screenshots go to tests/artifacts/operator/ (the README's are made by test_console_screenshots.py).
+Screenshots go to tests/artifacts/operator/ (the docs' are made by test_console_screenshots.py).
 """
 
 from __future__ import annotations

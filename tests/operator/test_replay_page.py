@@ -3,7 +3,7 @@
 A real run of the corpus (recorded by the real stack), replayed with a decider that parts from
 it at turn 4 and goes on while the record answers: the page must frame that turn, mark the
 turns the replay never reached, pass axe-core, and not stick out of a phone's screen. With
-REPLENISHER_SCREENSHOT_DIR set (`make screenshots`) it also takes the README's picture.
+REPLENISHER_SCREENSHOT_DIR set (`make screenshots`) it also takes the docs' picture.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The README's `restate` CLI commands, run as written against the real CLI binary and server.
+"""The docs' `restate` CLI commands, run as written against the real CLI binary and server.
 
-The commands are read from the README itself (the ```sh block under "Inspecting with the
-restate CLI"), so the docs cannot drift from what works: each comment line says what the
+The commands are read from the docs page itself (the ```sh block of docs/operating/restate-cli.md,
+"Inspecting with the restate CLI"), so the docs cannot drift from what works: each comment line says what the
 command below it shows, in backticks, and this test checks the output for each of them.
 `SKU-101` stands for this test's SKU, `<invocation id>` for its run's id.
 """
@@ -22,11 +22,11 @@ from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import ensure_restate
 from replenisher.stack.runtime import RestateRuntime
-from support import REPO_ROOT, RegisteredService, eventually
+from support import RegisteredService, commented_commands, doc_section, eventually
 
 pytestmark = pytest.mark.e2e
 
-SECTION = "### Inspecting with the restate CLI"
+PAGE, SECTION = "operating/restate-cli.md", "# Inspecting with the restate CLI"
 WHILE_DOWN = "while the service is down"
 
 
@@ -41,19 +41,7 @@ class Documented:
 
 
 def documented() -> list[Documented]:
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert SECTION in readme, f"the README lost its section {SECTION!r}"
-    section = readme.split(SECTION, 1)[1].split("\n## ", 1)[0]
-    found = []
-    for block in re.findall(r"```sh\n(.*?)```", section, re.S):
-        says = ""
-        for line in block.splitlines():
-            if line.startswith("#"):
-                says = line.lstrip("# ")
-            elif line.strip():
-                found.append(Documented(says, line.strip()))
-                says = ""
-    return found
+    return [Documented(says, command) for says, command in commented_commands(doc_section(PAGE, SECTION))]
 
 
 def test_every_documented_command_says_what_it_shows() -> None:
@@ -87,7 +75,7 @@ async def run_documented(c: Documented, sku: str, invocation_id: str, admin_url:
     return out.decode()
 
 
-async def test_the_documented_commands_show_what_the_readme_says(
+async def test_the_documented_commands_show_what_the_docs_say(
     scenario: Scenario,
     service: RegisteredService,
     restate_runtime: RestateRuntime,

@@ -1,5 +1,5 @@
 """Replaying the corpus of real runs: the offline policy agrees with itself on every turn, a
-divergence is reported with its turn, both choices and both reasons, and the README's commands work."""
+divergence is reported with its turn, both choices and both reasons, and the docs' commands work."""
 
 from __future__ import annotations
 

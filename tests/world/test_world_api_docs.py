@@ -1,10 +1,11 @@
-"""The README's section on the simulated world's API, run as written against a real world process.
+"""The docs' page on the simulated world's API, run as written against a real world process.
 
-The commands are read from the README itself (the ```sh blocks under "The simulated world's
-API"), run with the real `curl` in the order written, against a fresh world on a free port:
-each must answer 2xx and show what its comment line names in backticks. The section must
-also cover every route of the world's route table and every fault a supplier can be given,
-so an endpoint or a fault added later cannot go undocumented.
+The commands are read from the docs themselves (the ```sh blocks of docs/world-api.md, then those
+of "Rehearsing the failure stories", docs/failures/rehearsing.md), run with the real `curl` in the
+order written, against a fresh world on a free port: each must answer 2xx and show what its
+comment line names in backticks. The API page must also cover every route of the world's route
+table and name every fault a supplier can be given, so an endpoint or a fault added later cannot
+go undocumented.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import pytest_asyncio
 
 from simulated_world.app import router
 from simulated_world.faults import SupplierFaults
-from support import REPO_ROOT
+from support import commented_commands, doc_section
 
 from .support import FakeIngress, WorldProcess, launch_world
 
-SECTION = "## The simulated world's API"
+API_PAGE = ("world-api.md", "# The simulated world's API")
+REHEARSAL = ("failures/rehearsing.md", "# Rehearsing the failure stories")
 DOCUMENTED_HOST = "localhost:9100"
 CURL = shutil.which("curl")
 
@@ -55,23 +57,10 @@ class Documented:
         return url.removeprefix(DOCUMENTED_HOST).split("?", 1)[0]
 
 
-def section() -> str:
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert SECTION in readme, f"the README lost its section {SECTION!r}"
-    return readme.split(SECTION, 1)[1].split("\n## ", 1)[0]
-
-
 def documented() -> list[Documented]:
-    found = []
-    for block in re.findall(r"```sh\n(.*?)```", section(), re.S):
-        says = ""
-        for line in block.splitlines():
-            if line.startswith("#"):
-                says = line.lstrip("# ")
-            elif line.strip():
-                found.append(Documented(says, line.strip()))
-                says = ""
-    return found
+    """The API page's commands, then the rehearsal's faults, in the order a reader meets them."""
+    text = doc_section(*API_PAGE) + doc_section(*REHEARSAL)
+    return [Documented(says, command) for says, command in commented_commands(text)]
 
 
 def route_matches(segments: tuple[str, ...], path: str) -> bool:
@@ -90,13 +79,13 @@ def test_every_route_of_the_world_has_a_documented_example() -> None:
         for r in router.routes
         if not any(c.method == r.method and route_matches(r.segments, c.path) for c in commands)
     ]
-    assert not missing, f"world endpoints with no example in the README's {SECTION!r}: {missing}"
+    assert not missing, f"world endpoints with no example on docs/{API_PAGE[0]}: {missing}"
 
 
 def test_every_fault_is_named_in_the_section() -> None:
-    text = section()
+    text = doc_section(*API_PAGE)
     unnamed = [name for name in SupplierFaults.model_fields if f"`{name}`" not in text]
-    assert not unnamed, f"faults not described in the README's {SECTION!r}: {unnamed}"
+    assert not unnamed, f"faults not described on docs/{API_PAGE[0]}: {unnamed}"
 
 
 def test_the_route_check_fires_for_an_undocumented_route() -> None:
@@ -115,7 +104,7 @@ async def fresh_world(fake_ingress: FakeIngress, tmp_path: Path) -> AsyncIterato
 
 
 @pytest.mark.skipif(CURL is None, reason="needs curl")
-async def test_the_documented_calls_answer_what_the_readme_says(fresh_world: WorldProcess) -> None:
+async def test_the_documented_calls_answer_what_the_docs_say(fresh_world: WorldProcess) -> None:
     assert CURL is not None
     host = fresh_world.url.removeprefix("http://")
     for c in documented():

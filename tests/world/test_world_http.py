@@ -396,7 +396,7 @@ async def test_the_clock_reports_the_day_length(world_http: httpx.AsyncClient) -
 
 
 async def test_a_policy_change_keeps_the_fields_it_leaves_out(world_admin: WorldAdmin) -> None:
-    # The README's `{"auto_approve": false}` used to drop the budget too, which turned off every
+    # The docs' `{"auto_approve": false}` used to drop the budget too, which turned off every
     # over-budget flag the inbox shows.
     before = await world_admin.ok("GET", "/manager/policy")
     try:

@@ -115,7 +115,7 @@ def test_a_receipt_id_is_booked_once_a_repeat_adds_no_stock_and_other_numbers_co
     )
     first = BookedReceipt(receipt_id="r1", po_number="PO-1", sku="SKU-1", supplier="a", quantity=30, booked_at=100)
     assert erp.book_goods(first) == first
-    # The README's `curl -X POST .../admin/goods-receipts` sent twice: one booking, one stock rise.
+    # The docs' `curl -X POST .../admin/goods-receipts` sent twice: one booking, one stock rise.
     assert erp.book_goods(first.model_copy(update={"booked_at": 200})) == first
     assert erp.stock("SKU-1", now=300.0).on_hand == 40
     with pytest.raises(Conflict, match="'r1' is already booked with other numbers"):

@@ -171,7 +171,7 @@ EventKind = Literal["approval", "supplier-reply", "goods"]
 
 class PartyMessage(Document):
     """What an outside party sends: strict types too. Lax, `"approved": "yes"` or `1` was an
-    approval, `"quantity": "40"` or `true` a quantity, where the README promises a 400."""
+    approval, `"quantity": "40"` or `true` a quantity, where the docs promise a 400."""
 
     model_config = ConfigDict(strict=True)
 

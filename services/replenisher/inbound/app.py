@@ -291,7 +291,7 @@ class InboundApp:
             raise Refused(
                 401,
                 f"bad signature for {party!r} (v2 covers the timestamp, party, path, idempotency-key and body: "
-                f"see {SIGNATURE_HEADER} in the README)",
+                f"see {SIGNATURE_HEADER} in the docs, docs/security/inbound.md)",
             )
         now = time.time()
         window = self.settings.replay_window_seconds

@@ -110,7 +110,7 @@ def first_call(cfg: StackConfig) -> str:
     """A call that works on this stack's world: a SKU its catalogue holds, else how to add one."""
     if cfg.catalogue == "demo":
         return f"e.g. curl -X POST {cfg.ingress_url}/SkuAgent/SKU-101/check"
-    return "the world's catalogue is empty: README, Setting a scenario up (or --catalogue demo)"
+    return "the world's catalogue is empty: docs/world-api.md, Setting a scenario up (or --catalogue demo)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -376,7 +376,7 @@ def restate_ready(admin_url: str, ingress_url: str) -> bool:
 
 # The ASGI servers the service can run under. granian (Rust HTTP/1.1 and HTTP/2) is the default:
 # measured back to back (`make bench-servers`), it costs the service less CPU per replenishment
-# than hypercorn, for more throughput (README "Benchmarks"). hypercorn stays supported (the
+# than hypercorn, for more throughput (docs/benchmarks.md). hypercorn stays supported (the
 # design, the deploy docs; CI runs the crash matrix and the suspension tests on it too).
 Server = Literal["hypercorn", "granian"]
 SERVERS: tuple[Server, ...] = get_args(Server)

@@ -1,4 +1,5 @@
-"""The README's "Replaying runs" commands, run as written: each exits 0 and shows what its comment names."""
+"""The "Replaying runs" commands of the docs (docs/agent/replay.md), run as written: each exits 0
+and shows what its comment names."""
 
 from __future__ import annotations
 
@@ -7,22 +8,20 @@ import shlex
 import subprocess
 import sys
 
-from support import REPO_ROOT
+from support import REPO_ROOT, doc_section, sh_blocks
 
-SECTION = "### Replaying runs"
+PAGE, SECTION = "agent/replay.md", "# Replaying runs"
 
 
 def documented() -> list[tuple[str, str]]:
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert SECTION in readme, f"the README lost its section {SECTION!r}"
-    block = readme.split(SECTION, 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    block = sh_blocks(doc_section(PAGE, SECTION))[0]
     lines = [line for line in block.splitlines() if line.strip()]
     pairs = list(zip(lines[::2], lines[1::2], strict=True))
     assert pairs and all(says.startswith("#") for says, _ in pairs)
     return pairs
 
 
-def test_the_readme_replay_commands_work_as_written() -> None:
+def test_the_documented_replay_commands_work_as_written() -> None:
     for says, command in documented():
         argv = shlex.split(command)
         assert argv[0] == ".venv/bin/replenisher", command
