@@ -16,10 +16,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 from operator_support import setup_lasting_quotes
+from test_console_pages import NOW, pending
 
 from e2e.scenario import Scenario, ok
 from replenisher.console.catalogue import Catalogue
-from replenisher.console.inbox import PendingApproval
 from replenisher.console.overview import SkuQuery, SkuRow
 from replenisher.console.pages import InboxSettings, inbox, run_page, sku_detail, skus
 from replenisher.domain.outcomes import ReplenishmentResult
@@ -142,21 +142,8 @@ HOSTILE_SKU = "SKU-<script>alert('sku')</script>&\"x\""
 
 
 def test_a_sku_name_that_looks_like_markup_shows_as_text_on_the_inbox_the_sku_list_a_run_and_its_timeline() -> None:
-    now = 1_800_000_000.0
-    request = PendingApproval(
-        sku=HOSTILE_SKU,
-        run_id=f"replenish-{HOSTILE_SKU}-1",
-        po_number=f"PO-{HOSTILE_SKU}-1-1",
-        supplier="acme",
-        quantity=10,
-        unit_price=4.0,
-        quote_id="q-1",
-        quote_valid_until=now + 600,
-        token="tok",
-        requested_at=now - 60,
-        decide_by=now + 5400,
-        waiting=True,
-    )
+    now = NOW
+    request = pending(sku=HOSTILE_SKU, run_id=f"replenish-{HOSTILE_SKU}-1", po_number=f"PO-{HOSTILE_SKU}-1-1")
     names = Catalogue(supplier_names={"acme": SUPPLIER})
     assert_shown_as_text(inbox([request], now, ("error", FLASH), InboxSettings(catalogue=names)), HOSTILE_SKU, SUPPLIER)
 

@@ -91,13 +91,19 @@ class ChartBand(BaseModel):
     label_end: bool
 
 
-class Chart(BaseModel):
+class Frame(BaseModel):
+    """A chart of turns in time: its size, its rows' height, where the first row starts, and the
+    time axis's ticks (x, anchor, label)."""
+
     width: int = WIDTH
     row: int = ROW
     top: int = TOP
     height: int
-    bottom: int
     ticks: list[tuple[float, str, str]]
+
+
+class Chart(Frame):
+    bottom: int
     rows: list[ChartRow]
     bands: list[ChartBand]
     now_x: float | None = None

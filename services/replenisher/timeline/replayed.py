@@ -17,7 +17,7 @@ from replenisher.domain.archive import RunArchive
 from replenisher.replay.engine import ReplayReport
 from replenisher.templating import environment, render
 from replenisher.timeline.format import shorten
-from replenisher.timeline.html import LABEL, ROW, TOP, WIDTH, axis_ticks, row_label
+from replenisher.timeline.html import LABEL, ROW, TOP, Frame, axis_ticks, row_label
 from replenisher.timeline.ticks import day_ticks
 
 Kind = Literal["step", "wait", "end"]
@@ -158,13 +158,8 @@ class ReplayChartRow(BaseModel):
     w: float
 
 
-class ReplayChart(BaseModel):
-    width: int = WIDTH
-    row: int = ROW
-    top: int = TOP
+class ReplayChart(Frame):
     replay_x: int = REPLAY_X
-    height: int
-    ticks: list[tuple[float, str, str]]
     rows: list[ReplayChartRow]
     parted_x: float | None = None
     parted_y: float | None = None
