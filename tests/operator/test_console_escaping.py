@@ -84,58 +84,65 @@ async def test_a_suppliers_name_a_managers_note_and_a_message_in_a_url_show_as_t
         "delivery_gap_days": 1,
     }
     ok(await scenario.world.put(f"/admin/suppliers/{scenario.supplier}", json=supplier))
-    run_id = (await scenario.check())["started"]
-    request = await scenario.pending_approval()
+    try:
+        run_id = (await scenario.check())["started"]
+        request = await scenario.pending_approval()
 
-    async with httpx.AsyncClient(base_url=console.url, timeout=30) as http:
-        inbox_page = await http.get("/inbox")
-        assert inbox_page.status_code == 200
-        assert_shown_as_text(inbox_page.text, SUPPLIER)
-        card = await http.get("/inbox/fragment")
-        assert_shown_as_text(card.text, SUPPLIER)
+        async with httpx.AsyncClient(base_url=console.url, timeout=30) as http:
+            inbox_page = await http.get("/inbox")
+            assert inbox_page.status_code == 200
+            assert_shown_as_text(inbox_page.text, SUPPLIER)
+            card = await http.get("/inbox/fragment")
+            assert_shown_as_text(card.text, SUPPLIER)
 
-        form = {"sku": scenario.sku, "run_id": run_id, "token": request["token"], "decision": "approve"}
-        decided = await http.post("/approvals", data={**form, "up_to": "4.00", "note": NOTE})
-        assert decided.status_code == 303, decided.text
-        assert decided.headers["location"].startswith(f"/skus/{scenario.sku}/runs/1?done=")
-        await scenario.waiting_for(run_id, "wait_for_supplier_reply", within=30)
+            form = {"sku": scenario.sku, "run_id": run_id, "token": request["token"], "decision": "approve"}
+            decided = await http.post("/approvals", data={**form, "up_to": "4.00", "note": NOTE})
+            assert decided.status_code == 303, decided.text
+            assert decided.headers["location"].startswith(f"/skus/{scenario.sku}/runs/1?done=")
+            await scenario.waiting_for(run_id, "wait_for_supplier_reply", within=30)
 
-        async def waits_on_the_supplier() -> str | None:
-            page = await http.get("/skus", params={"waiting": "supplier"})
-            return page.text if scenario.sku in page.text else None
+            async def waits_on_the_supplier() -> str | None:
+                page = await http.get("/skus", params={"waiting": "supplier"})
+                return page.text if scenario.sku in page.text else None
 
-        listed = await eventually(waits_on_the_supplier, timeout=30, what="the SKU listed as waiting on its supplier")
-        assert_shown_as_text(listed, SUPPLIER)
-        assert_shown_as_text((await http.get("/spend")).text, SUPPLIER)
+            listed = await eventually(
+                waits_on_the_supplier, timeout=30, what="the SKU listed as waiting on its supplier"
+            )
+            assert_shown_as_text(listed, SUPPLIER)
+            assert_shown_as_text((await http.get("/spend")).text, SUPPLIER)
 
-        run = await http.get(f"/skus/{scenario.sku}/runs/1")
-        assert run.status_code == 200
-        assert_shown_as_text(run.text, NOTE)
-        for path in (f"/skus/{scenario.sku}", f"/skus/{scenario.sku}/runs/1/fragment"):
-            assert_shown_as_text((await http.get(path)).text, NOTE)
-        download = await http.get(f"/skus/{scenario.sku}/runs/1/timeline.html")
-        assert "<script" not in download.text, "the downloaded timeline holds no script at all"
-        assert_shown_as_text(download.text, NOTE)
+            run = await http.get(f"/skus/{scenario.sku}/runs/1")
+            assert run.status_code == 200
+            assert_shown_as_text(run.text, NOTE)
+            for path in (f"/skus/{scenario.sku}", f"/skus/{scenario.sku}/runs/1/fragment"):
+                assert_shown_as_text((await http.get(path)).text, NOTE)
+            download = await http.get(f"/skus/{scenario.sku}/runs/1/timeline.html")
+            assert "<script" not in download.text, "the downloaded timeline holds no script at all"
+            assert_shown_as_text(download.text, NOTE)
 
-        flashed = await http.get(f"/skus/{scenario.sku}/runs/1", params={"done": FLASH})
-        assert_shown_as_text(flashed.text, FLASH)
+            flashed = await http.get(f"/skus/{scenario.sku}/runs/1", params={"done": FLASH})
+            assert_shown_as_text(flashed.text, FLASH)
 
-        # A message the console writes from what it was asked: the error pages.
-        no_sku = await http.get("/skus/" + quote("<img src=x onerror=alert('sku')>", safe=""))
-        assert no_sku.status_code == 404
-        assert_shown_as_text(no_sku.text, "\"<img src=x onerror=alert('sku')>\" is not a valid SKU")
-        bad_query = await http.get("/inbox", params={"<b onmouseover=x>": "1"})
-        assert bad_query.status_code == 400
-        assert_shown_as_text(bad_query.text, "unknown parameter '<b onmouseover=x>'")
-        searched = await http.get("/skus", params={"q": "<script>"})
-        assert searched.status_code == 400
-        assert_shown_as_text(searched.text)
-        not_a_supplier = await http.get("/spend", params={"supplier": "<i>acme</i>"})
-        assert not_a_supplier.status_code == 400
-        assert_shown_as_text(not_a_supplier.text, "bad query: supplier='<i>acme</i>'")
-        no_page = await http.get("/" + quote("<svg onload=alert(1)>", safe=""))
-        assert no_page.status_code == 404
-        assert_shown_as_text(no_page.text, "no page at /<svg onload=alert(1)>")
+            # A message the console writes from what it was asked: the error pages.
+            no_sku = await http.get("/skus/" + quote("<img src=x onerror=alert('sku')>", safe=""))
+            assert no_sku.status_code == 404
+            assert_shown_as_text(no_sku.text, "\"<img src=x onerror=alert('sku')>\" is not a valid SKU")
+            bad_query = await http.get("/inbox", params={"<b onmouseover=x>": "1"})
+            assert bad_query.status_code == 400
+            assert_shown_as_text(bad_query.text, "unknown parameter '<b onmouseover=x>'")
+            searched = await http.get("/skus", params={"q": "<script>"})
+            assert searched.status_code == 400
+            assert_shown_as_text(searched.text)
+            not_a_supplier = await http.get("/spend", params={"supplier": "<i>acme</i>"})
+            assert not_a_supplier.status_code == 400
+            assert_shown_as_text(not_a_supplier.text, "bad query: supplier='<i>acme</i>'")
+            no_page = await http.get("/" + quote("<svg onload=alert(1)>", safe=""))
+            assert no_page.status_code == 404
+            assert_shown_as_text(no_page.text, "no page at /<svg onload=alert(1)>")
+    finally:
+        # Other tests share the world: its spend page lists every supplier by name.
+        supplier["name"] = f"Supplier {scenario.supplier}"
+        ok(await scenario.world.put(f"/admin/suppliers/{scenario.supplier}", json=supplier))
 
 
 HOSTILE_SKU = "SKU-<script>alert('sku')</script>&\"x\""
