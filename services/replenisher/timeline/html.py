@@ -18,15 +18,7 @@ from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security_log import SecurityLog
 from replenisher.templating import environment, render
 from replenisher.timeline.format import clock, duration, received, security_entry, security_tally, shorten
-from replenisher.timeline.model import (
-    TIMELINE_SECURITY_SHOWN,
-    Band,
-    Span,
-    Timeline,
-    Turn,
-    retried_line,
-    retry_line,
-)
+from replenisher.timeline.model import TIMELINE_SECURITY_SHOWN, Band, Span, Timeline, Turn, retried_line, retry_line
 from replenisher.timeline.text import SOURCES, band_line
 from replenisher.timeline.ticks import day_ticks, duration_ticks
 
