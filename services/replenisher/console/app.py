@@ -1,4 +1,4 @@
-"""The console as a plain ASGI app: `hypercorn replenisher.console.app:app`, or `replenisher console`.
+"""The console as a Starlette app: `hypercorn replenisher.console.app:app`, or `replenisher console`.
 
 It reads Restate through ingress and the admin API (REPLENISHER_INGRESS_URL and
 REPLENISHER_ADMIN_URL) and approval requests from the manager's inbox
@@ -6,20 +6,27 @@ REPLENISHER_ADMIN_URL) and approval requests from the manager's inbox
 no state of its own. Bind it to
 loopback: like the admin API, it can approve purchases. A decision form carries the
 request's one-time token, which another site cannot know, so a forged post cannot approve.
+Every page is sent with `cache-control: no-store`: a page with a decision form holds a token.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any
 from urllib.parse import parse_qs, quote
 
 import httpx
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 
 from replenisher.asgi_body import BodyTooLarge, read_body
 from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
@@ -36,6 +43,7 @@ from replenisher.console.inbox import (
 )
 from replenisher.console.overview import SkuQuery, select_rows, sku_rows
 from replenisher.console.spend import parsed_spend, spend
+from replenisher.templating import TIMELINE_STATIC
 from replenisher.timeline.html import render_html
 from replenisher.timeline.load import chosen_run, load_run_timeline
 from replenisher.timeline.model import Timeline
@@ -50,35 +58,38 @@ from replenisher.timeline.restate import (
     valid_sku,
 )
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
 MAX_FORM_BYTES = 16_384
 MANAGER = "manager (console)"
 _TIMEOUT = httpx.Timeout(30.0, connect=3.0)
+NO_STORE = {"cache-control": "no-store"}
 
 # Each request gets its own view of Restate: whether the service is down is asked once per
 # request, and decides whether its reads go to the agents or to Restate's storage.
 _REQUEST_CLIENT: ContextVar[RestateClient | None] = ContextVar("restate_client", default=None)
 
+Handler = Callable[..., Awaitable[Response]]
 
-class Response:
-    def __init__(self, body: str | bytes, status: int = 200, content_type: str = "text/html; charset=utf-8") -> None:
-        self.body = body.encode() if isinstance(body, str) else body
-        self.status = status
-        self.headers = [(b"content-type", content_type.encode()), (b"cache-control", b"no-store")]
 
-    @classmethod
-    def redirect(cls, location: str) -> Response:
-        response = cls(b"", 303)
-        response.headers.append((b"location", location.encode()))
-        return response
+def html(body: str, status: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
+    return HTMLResponse(body, status, headers={**NO_STORE, **(headers or {})})
 
-    async def send(self, send: Send) -> None:
-        headers = [*self.headers, (b"content-length", str(len(self.body)).encode())]
-        await send({"type": "http.response.start", "status": self.status, "headers": headers})
-        await send({"type": "http.response.body", "body": self.body})
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> HTMLResponse:
+    return html(pages.error_page(status, message), status, headers)
+
+
+def query_of(request: Request) -> dict[str, str]:
+    """The query's parameters, the last value of a repeated one."""
+    return dict(request.query_params)
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """A posted form's fields (the last value of a repeated one), refused above MAX_FORM_BYTES."""
+    try:
+        body = await read_body(request.receive, MAX_FORM_BYTES) or b""
+    except BodyTooLarge as e:
+        raise OperatorError("the form is too large") from e
+    return {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
 
 
 class Console:
@@ -97,19 +108,31 @@ class Console:
         self._http: httpx.AsyncClient | None = None
         self._inbox: ManagerInbox | None = None
         self._catalogue: ErpCatalogue | None = None
-        self.routes: list[tuple[str, re.Pattern[str], Callable[..., Awaitable[Response]]]] = [
-            ("GET", re.compile(r"/health"), self.health),
-            ("GET", re.compile(r"/"), self.home),
-            ("GET", re.compile(r"/inbox"), self.inbox),
-            ("GET", re.compile(r"/inbox/fragment"), self.inbox_fragment),
-            ("POST", re.compile(r"/approvals"), self.approve),
-            ("GET", re.compile(r"/skus"), self.skus),
-            ("GET", re.compile(r"/spend"), self.spend),
-            ("GET", re.compile(r"/skus/(?P<sku>[^/]+)"), self.sku),
-            ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)"), self.run),
-            ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)/fragment"), self.fragment),
-            ("GET", re.compile(r"/skus/(?P<sku>[^/]+)/runs/(?P<n>\d+)/timeline\.html"), self.download),
-        ]
+        # The console's stylesheet and scripts, and the timeline's stylesheet (its package is a namespace one:
+        # named by its folder).
+        static = StaticFiles(directory=TIMELINE_STATIC, packages=[("replenisher.console", "static")])
+        self.app = Starlette(
+            routes=[
+                Route("/health", self.health, methods=["GET"]),
+                Route("/", self.page(self.home), methods=["GET"]),
+                Route("/inbox", self.page(self.inbox), methods=["GET"]),
+                Route("/inbox/fragment", self.page(self.inbox_fragment), methods=["GET"]),
+                Route("/approvals", self.page(self.approve), methods=["POST"]),
+                Route("/skus", self.page(self.skus), methods=["GET"]),
+                Route("/spend", self.page(self.spend), methods=["GET"]),
+                Route("/skus/{sku}", self.page(self.sku), methods=["GET"]),
+                Route("/skus/{sku}/runs/{n:int}", self.page(self.run), methods=["GET"]),
+                Route("/skus/{sku}/runs/{n:int}/fragment", self.page(self.fragment), methods=["GET"]),
+                Route("/skus/{sku}/runs/{n:int}/timeline.html", self.page(self.download), methods=["GET"]),
+                Mount("/static", static, name="static"),
+            ],
+            exception_handlers={HTTPException: self.http_error},
+            lifespan=self.lifespan,
+        )
+        self.app.router.redirect_slashes = False  # /inbox/ is no page, as it never was
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
     @property
     def inbox_api(self) -> ManagerInbox:
@@ -139,69 +162,55 @@ class Console:
             self._http = httpx.AsyncClient(timeout=_TIMEOUT)
         return self._http
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self.lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        response = await self.dispatch(scope, receive)
-        await response.send(send)
+    @asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            for client in (self._client, self._http, self._inbox, self._catalogue):
+                if client is not None:
+                    await client.aclose()
 
-    async def lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                if self._client is not None:
-                    await self._client.aclose()
-                if self._http is not None:
-                    await self._http.aclose()
-                if self._inbox is not None:
-                    await self._inbox.aclose()
-                if self._catalogue is not None:
-                    await self._catalogue.aclose()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """No such page, or not with this method: the console's own error page, not Starlette's."""
+        assert isinstance(exc, HTTPException)
+        path = request.scope["path"]
+        if exc.status_code == 404:
+            return error(404, f"no page at {path}")
+        if exc.status_code == 405:
+            return error(405, f"{request.method} is not allowed on {path}", exc.headers)
+        return error(exc.status_code, exc.detail, exc.headers)
 
-    async def dispatch(self, scope: Scope, receive: Receive) -> Response:
-        path, method = scope["path"], scope["method"]
-        allowed = False
-        for route_method, pattern, handler in self.routes:
-            match = pattern.fullmatch(path)
-            if match is None:
-                continue
-            allowed = True
-            if route_method != method:
-                continue
+    def page(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        """A page's endpoint: the request's own view of Restate (asked once whether the service is
+        down, for the banner and for where reads go), and Restate's answers as error pages."""
+
+        async def endpoint(request: Request) -> Response:
             client = RestateClient(self.ingress_url, self.admin_url, client=self.http)
             reset = _REQUEST_CLIENT.set(client)
             banner = pages.SERVICE_DOWN.set(None)
             try:
-                if path != "/health":
-                    health = await self.remembered(client, await client.health())
-                    if health.service_down:
-                        client.degraded = health
-                        pages.SERVICE_DOWN.set(health)
-                return await handler(Request(scope, receive), **match.groupdict())
+                health = await self.remembered(client, await client.health())
+                if health.service_down:
+                    client.degraded = health
+                    pages.SERVICE_DOWN.set(health)
+                return await handler(request, **request.path_params)
             except NotFound as e:
-                return Response(pages.error_page(404, str(e)), 404)
+                return error(404, str(e))
             except Unreachable as e:
-                return Response(pages.error_page(503, str(e)), 503)
+                return error(503, str(e))
             except ServiceDown as e:
-                return Response(pages.error_page(503, str(e)), 503)
+                return error(503, str(e))
             except Refused as e:
-                return Response(pages.error_page(502, f"Restate refused: {e}"), 502)
+                return error(502, f"Restate refused: {e}")
             except OperatorError as e:
-                return Response(pages.error_page(400, str(e)), 400)
+                return error(400, str(e))
             finally:
                 self.saw(client.degraded)
                 _REQUEST_CLIENT.reset(reset)
                 pages.SERVICE_DOWN.reset(banner)
-        if allowed:
-            return Response(pages.error_page(405, f"{method} is not allowed on {path}"), 405)
-        return Response(pages.error_page(404, f"no page at {path}"), 404)
+
+        return endpoint
 
     def saw(self, health: Health | None) -> None:
         """Note an outage Restate's records showed this request; one shown from memory keeps the
@@ -236,10 +245,10 @@ class Console:
     # --- pages -----------------------------------------------------------------------------
 
     async def health(self, request: Request) -> Response:
-        return Response(json.dumps({"ok": True}), content_type="application/json")
+        return Response(json.dumps({"ok": True}), media_type="application/json", headers=NO_STORE)
 
     async def home(self, request: Request) -> Response:
-        return Response.redirect("/inbox")
+        return RedirectResponse("/inbox", 303, headers=NO_STORE)
 
     async def inbox_settings(self, pending: Sequence[PendingApproval] = ()) -> pages.InboxSettings:
         return pages.InboxSettings(
@@ -251,17 +260,18 @@ class Console:
         )
 
     async def inbox(self, request: Request, flash: tuple[str, str] | None = None, status: int = 200) -> Response:
-        if request.scope["method"] == "GET" and request.query:  # before any read: a bad query costs nothing
-            raise OperatorError(f"bad query: unknown parameter {next(iter(request.query))!r} (the inbox takes none)")
+        query = query_of(request)
+        if request.method == "GET" and query:  # before any read: a bad query costs nothing
+            raise OperatorError(f"bad query: unknown parameter {next(iter(query))!r} (the inbox takes none)")
         pending = await pending_approvals(self.client, self.inbox_api)
-        return Response(pages.inbox(pending, time.time(), flash, await self.inbox_settings(pending)), status)
+        return html(pages.inbox(pending, time.time(), flash, await self.inbox_settings(pending)), status)
 
     async def inbox_fragment(self, request: Request) -> Response:
         pending = await pending_approvals(self.client, self.inbox_api)
-        return Response(pages.inbox_fragment(pending, time.time(), await self.inbox_settings(pending)))
+        return html(pages.inbox_fragment(pending, time.time(), await self.inbox_settings(pending)))
 
     async def approve(self, request: Request) -> Response:
-        form = await request.form()
+        form = await form_of(request)
         decision = form.get("decision")
         if decision not in ("approve", "reject"):
             return await self.inbox(request, ("error", "choose Approve or Reject"), 400)
@@ -283,7 +293,7 @@ class Console:
             confirms = asked.quantity * limit > self.confirm_above and not asked.quote_expired(time.time())
             if asked.token == form["token"] and confirms:  # an expired quote orders nothing: no confirming
                 settings = await self.inbox_settings([asked])
-                return Response(pages.confirm_page(asked, limit, form.get("note", "")[:2000], settings))
+                return html(pages.confirm_page(asked, limit, form.get("note", "")[:2000], settings))
         try:
             decided = await decide(
                 self.client,
@@ -307,18 +317,18 @@ class Console:
             note = quote(
                 f"{decided.po_number} {decided.verdict}: delivered to {where}; below is what the run does next"
             )
-        return Response.redirect(f"/skus/{quote(decided.sku)}/runs/{number}?done={note}")
+        return RedirectResponse(f"/skus/{quote(decided.sku)}/runs/{number}?done={note}", 303, headers=NO_STORE)
 
     async def skus(self, request: Request) -> Response:
-        query = SkuQuery.parse(request.query)  # before any read: a bad query costs nothing
+        query = SkuQuery.parse(query_of(request))  # before any read: a bad query costs nothing
         settings = await self.inbox_settings()
         rows = await sku_rows(self.client, settings.catalogue)
         now = time.time()
         chosen = select_rows(rows, query, settings.budget, now)
-        return Response(pages.skus(chosen, len(rows), query, now, settings.budget, settings.catalogue))
+        return html(pages.skus(chosen, len(rows), query, now, settings.budget, settings.catalogue))
 
     async def spend(self, request: Request) -> Response:
-        query = parsed_spend(request.query)
+        query = parsed_spend(query_of(request))
         # Money and supplier names only: the manager's budget is not shown here, so not asked for.
         catalogue = await self.catalogue.read((), [query.supplier] if query.supplier else [])
         settings = pages.InboxSettings(currency=self.currency, catalogue=catalogue)
@@ -330,7 +340,7 @@ class Console:
                 raise OperatorError(
                     f"bad query: supplier={query.supplier!r} is no supplier the ERP lists or any order names"
                 )
-        return Response(pages.spend_page(found, settings))
+        return html(pages.spend_page(found, settings))
 
     async def sku(self, request: Request, sku: str) -> Response:
         record = await self.client.sku_status(valid_sku(sku))
@@ -340,47 +350,32 @@ class Console:
             paused = []  # the page still shows what the agent holds
         catalogue = await self.catalogue.read({record.sku})
         if record.runs_started == 0:
-            return Response(pages.sku_detail(record, None, None, paused, catalogue))
+            return html(pages.sku_detail(record, None, None, paused, catalogue))
         run_id = chosen_run(record, None)
         timeline = await load_run_timeline(self.client, record, run_id)
-        return Response(pages.sku_detail(record, timeline, self._fragment_url(run_id), paused, catalogue))
+        return html(pages.sku_detail(record, timeline, self._fragment_url(run_id), paused, catalogue))
 
-    async def run(self, request: Request, sku: str, n: str) -> Response:
+    async def run(self, request: Request, sku: str, n: int) -> Response:
         timeline, run_id = await self._timeline(sku, n)
-        done = request.query.get("done")
-        return Response(pages.run_page(timeline, self._fragment_url(run_id), ("ok", done) if done else None))
+        done = request.query_params.get("done")
+        return html(pages.run_page(timeline, self._fragment_url(run_id), ("ok", done) if done else None))
 
-    async def fragment(self, request: Request, sku: str, n: str) -> Response:
+    async def fragment(self, request: Request, sku: str, n: int) -> Response:
         timeline, run_id = await self._timeline(sku, n)
-        return Response(pages.timeline_block(timeline, self._fragment_url(run_id)))
+        return html(pages.timeline_block(timeline, self._fragment_url(run_id)))
 
-    async def download(self, request: Request, sku: str, n: str) -> Response:
+    async def download(self, request: Request, sku: str, n: int) -> Response:
         timeline, _ = await self._timeline(sku, n)
-        return Response(render_html(timeline))
+        return html(render_html(timeline))
 
-    async def _timeline(self, sku: str, n: str) -> tuple[Timeline, str]:
+    async def _timeline(self, sku: str, n: int) -> tuple[Timeline, str]:
         record = await self.client.sku_status(valid_sku(sku))
-        run_id = chosen_run(record, int(n))
+        run_id = chosen_run(record, n)
         return await load_run_timeline(self.client, record, run_id), run_id
 
     @staticmethod
     def _fragment_url(run_id: str) -> str:
         return pages.run_href(run_id) + "/fragment"
-
-
-class Request:
-    def __init__(self, scope: Scope, receive: Receive) -> None:
-        self.scope = scope
-        self.receive = receive
-        raw = scope.get("query_string", b"").decode("utf-8", "replace")
-        self.query = {k: v[-1] for k, v in parse_qs(raw, keep_blank_values=True).items()}
-
-    async def form(self) -> dict[str, str]:
-        try:
-            body = await read_body(self.receive, MAX_FORM_BYTES) or b""
-        except BodyTooLarge as e:
-            raise OperatorError("the form is too large") from e
-        return {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
 
 
 app = Console()

@@ -9,15 +9,15 @@ self-contained HTML page with an inline SVG chart, in the style of the run timel
 
 from __future__ import annotations
 
-from html import escape
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from replenisher.domain.archive import RunArchive
 from replenisher.replay.engine import ReplayReport
-from replenisher.timeline.format import clock, shorten
-from replenisher.timeline.html import LABEL, ROW, STYLE, TOP, WIDTH, Scale, axis_marks, row_open
+from replenisher.templating import environment, render
+from replenisher.timeline.format import shorten
+from replenisher.timeline.html import LABEL, ROW, TOP, Frame, axis_ticks, row_label
 from replenisher.timeline.ticks import day_ticks
 
 Kind = Literal["step", "wait", "end"]
@@ -136,141 +136,71 @@ def render_text(view: ReplayView) -> list[str]:
 # --- HTML ----------------------------------------------------------------------------------
 
 # The original timeline's frame (width, label column, rows), its chart narrowed to leave the
-# replay's column on the right.
+# replay's column on the right. The markup is the template `timeline/templates/replay.html`.
 CHART = 470
 REPLAY_X = LABEL + CHART + 24
-
-EXTRA_STYLE = """
-h1 { font: 600 20px system-ui, sans-serif; color: #1f2937; margin: 0 0 12px; }
-.tl .parts { background: #fee2e2; }
-.tl .parts .why { color: #374151; }
-.tl .agree { color: #15803d; }
-.tl .differs { color: #b91c1c; font-weight: 600; }
-.tl .unasked { color: #6b7280; }
-"""
+LEGEND = [("#2563eb", "step"), ("#dc2626", "step failed after retries"), ("#fde68a", "wait")]
+LEGEND += [("#16a34a", "ended by a message"), ("#b91c1c", "ended by its timeout"), ("#6b7280", "done")]
 
 
 def render_html(views: list[ReplayView]) -> str:
-    title = escape(views[0].run_id + " beside its replay" if len(views) == 1 else f"{len(views)} runs beside replays")
-    heading = (
-        "A recorded run beside its replay" if len(views) == 1 else f"{len(views)} recorded runs beside their replays"
-    )
-    body = f"<h1>{escape(heading)}</h1>" + "\n".join(render_fragment(v) for v in views)
-    return (
-        "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
-        "<meta name=viewport content='width=device-width, initial-scale=1'>"
-        f"<title>{title}</title><style>{STYLE}{EXTRA_STYLE}</style></head>"
-        f"<body style='margin:24px'><main>{body}</main></body></html>\n"
-    )
+    return render("replay.html", views=views)
 
 
-def render_fragment(v: ReplayView) -> str:
-    parts = [
-        f"<section class=tl data-run='{escape(v.run_id)}' data-parts-at='{'' if v.parts_at is None else v.parts_at}'>"
-    ]
-    parts.append(f"<h2>{escape(v.run_id)} <small>({escape(v.sku)})</small></h2>")
-    parts.append(f"<p class=status data-verdict>{escape(v.verdict)}</p>")
-    outcome = f"recorded outcome: {v.recorded_outcome or 'still running'}"
-    if v.replayed_outcome:
-        outcome += f" · replayed outcome: {v.replayed_outcome}"
-    parts.append(f"<p class=facts>started {escape(clock(v.started_at))} · {escape(outcome)}</p>")
-    parts.append(
-        "<p class=source>the recorded run from its archive (what happened, when); the replay's choices "
-        "from the new decider, asked the same question at every turn</p>"
-    )
-    if v.rows and v.started_at is not None:
-        parts.append(
-            "<div class=chartwrap tabindex=0 role=region aria-label='the recorded run in time, beside its replay'>"
-            f"{render_svg(v)}</div>"
-        )
-        parts.append(_legend())
-    if v.stopped == "record no longer applies":
-        parts.append(f"<p class=note>the replay went on with its own choice until {escape(v.stop_detail)}</p>")
-    parts.append(_table(v))
-    parts.append("</section>")
-    return "\n".join(parts)
+class ReplayChartRow(BaseModel):
+    row: Row
+    tip: str
+    label: str
+    y: float
+    mid: float
+    shade: str
+    x0: float
+    w: float
 
 
-def render_svg(v: ReplayView) -> str:
+class ReplayChart(Frame):
+    replay_x: int = REPLAY_X
+    rows: list[ReplayChartRow]
+    parted_x: float | None = None
+    parted_y: float | None = None
+
+
+def replay_chart(v: ReplayView) -> ReplayChart:
     assert v.started_at is not None
     start = v.started_at
     end = max([start, *(r.end or r.start or start for r in v.rows)])
     total = max(end - start, 1e-6)
-    height = TOP + ROW * len(v.rows) + 16
 
     def x(t: float) -> float:
         return LABEL + (t - start) / total * CHART
 
-    out = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {WIDTH} {height}' width='{WIDTH}' height='{height}' "
-        f"role='img' aria-label='{escape(v.run_id)} beside its replay'>",
-        "<g class='axis'>",
-    ]
-    out += axis_marks(start, total, CHART, height, day_ticks(total, v.day_seconds, most=4))
-    out.append(f"<text x='{REPLAY_X}' y='{TOP - 16}' style='font-weight:600'>replay: {escape(v.decider)}</text>")
-    out.append("</g>")
+    rows = []
     for i, row in enumerate(v.rows):
-        out.append(_svg_row(v, row, TOP + i * ROW, x))
+        y = TOP + i * ROW
+        begin = row.start if row.start is not None else v.started_at or 0.0
+        x0, x1 = x(begin), x(row.end if row.end is not None else begin)
+        rows.append(
+            ReplayChartRow(
+                row=row,
+                tip=_tip(row),
+                label=row_label(row.turn, row.recorded.tool),
+                y=y,
+                mid=y + ROW / 2,
+                shade="#fee2e2" if row.turn == v.parts_at else ("#fafafa" if row.turn % 2 else "#ffffff"),
+                x0=x0,
+                w=max(x1 - x0, 3),
+            )
+        )
+    chart = ReplayChart(
+        height=TOP + ROW * len(v.rows) + 16,
+        ticks=axis_ticks(total, CHART, day_ticks(total, v.day_seconds, most=4)),
+        rows=rows,
+    )
     parted = next((i for i, r in enumerate(v.rows) if r.turn == v.parts_at), None)
     if parted is not None:
-        y = TOP + parted * ROW
-        px = x(v.rows[parted].start or start)
-        out.append(
-            "<g class='parts-here'>"
-            f"<line x1='{px:.1f}' y1='{TOP - 8}' x2='{px:.1f}' y2='{height - 14}' stroke='#b91c1c' "
-            "stroke-width='2' stroke-dasharray='5 3'/>"
-            f"<rect x='0' y='{y:.1f}' width='{WIDTH}' height='{ROW}' fill='none' stroke='#b91c1c' stroke-width='2'/>"
-            f"<text x='{px + 4:.1f}' y='{height - 2}' style='fill:#b91c1c;font-weight:600'>"
-            f"the replay parts here (turn {v.parts_at})</text></g>"
-        )
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _svg_row(v: ReplayView, row: Row, y: float, x: Scale) -> str:
-    mid = y + ROW / 2
-    shade = "#fee2e2" if row.turn == v.parts_at else ("#fafafa" if row.turn % 2 else "#ffffff")
-    begin = row.start if row.start is not None else v.started_at or 0.0
-    x0, x1 = x(begin), x(row.end if row.end is not None else begin)
-    w = max(x1 - x0, 3)
-    agree = "" if row.agree is None else str(row.agree).lower()
-    label = f"{row.turn:>2}  {row.recorded.tool}"
-    parts = row_open(f"data-turn='{row.turn}' data-agree='{agree}'", _tip(row), label, y, shade)
-    if row.kind == "wait":
-        parts.append(
-            f"<rect class='wait' x='{x0:.1f}' y='{mid - 6:.1f}' width='{w:.1f}' height='12' rx='6' "
-            "fill='#fde68a' stroke='#d97706'/>"
-        )
-        if row.ended_by == "message":
-            parts.append(f"<circle cx='{x0 + w:.1f}' cy='{mid:.1f}' r='5' fill='#16a34a'/>")
-        elif row.ended_by == "timeout":
-            parts.append(
-                f"<path d='M{x0 + w - 4:.1f},{mid - 4:.1f} l8,8 m0,-8 l-8,8' stroke='#b91c1c' stroke-width='2.5'/>"
-            )
-    elif row.kind == "step":
-        fill = "#dc2626" if row.failed else "#2563eb"
-        parts.append(
-            f"<rect class='step' x='{x0:.1f}' y='{mid - 7:.1f}' width='{w:.1f}' height='14' rx='2' fill='{fill}'/>"
-        )
-    else:
-        parts.append(f"<path d='M{x0:.1f},{mid - 6:.1f} l6,6 l-6,6 l-6,-6 z' fill='#6b7280'/>")
-    if row.replayed is None:
-        replay = "<tspan class='unasked' style='fill:#6b7280'>not replayed</tspan>"
-    elif row.agree:
-        replay = f"<tspan style='fill:#15803d'>= {escape(shorten(row.replayed.tool, 26))}</tspan>"
-    else:
-        replay = f"<tspan style='fill:#b91c1c;font-weight:600'>≠ {escape(shorten(row.replayed.tool, 26))}</tspan>"
-    parts.append(f"<text x='{REPLAY_X}' y='{mid + 4:.1f}'>{replay}</text>")
-    parts.append("</g>")
-    return "".join(parts)
-
-
-def _legend() -> str:
-    items = [("#2563eb", "step"), ("#dc2626", "step failed after retries"), ("#fde68a", "wait")]
-    items += [("#16a34a", "ended by a message"), ("#b91c1c", "ended by its timeout"), ("#6b7280", "done")]
-    spans = "".join(f"<span><i class=sw style='background:{c}'></i>{escape(label)}</span>" for c, label in items)
-    marks = "<span>= the replay chose the same</span><span>≠ it chose otherwise</span>"
-    return f"<p class=legend>{spans}{marks}</p>"
+        chart.parted_x = x(v.rows[parted].start or start)
+        chart.parted_y = TOP + parted * ROW
+    return chart
 
 
 def _tip(row: Row) -> str:
@@ -284,34 +214,4 @@ def _tip(row: Row) -> str:
     return "\n".join(lines)
 
 
-def _table(v: ReplayView) -> str:
-    rows = [
-        "<div class=tablewrap><table class=turns><thead><tr><th>turn</th><th>when</th><th>recorded</th>"
-        "<th>replayed</th></tr></thead><tbody>"
-    ]
-    for row in v.rows:
-        day = v.day(row.start)
-        when = f"day {day:.1f}" if day is not None else "-"
-        recorded = f"{escape(row.recorded.tool)} <span class=why>[{escape(row.recorded.by)}]</span>"
-        if row.recorded.why:
-            recorded += f"<div class=why>why: {escape(row.recorded.why)}</div>"
-        if row.replayed is None:
-            replayed = "<span class=unasked>not replayed: the replay stopped before this turn</span>"
-        else:
-            mark = "agree" if row.agree else "differs"
-            label = "same" if row.agree else "differs"
-            replayed = (
-                f"<span class={mark}>{escape(row.replayed.tool)} ({label})</span> "
-                f"<span class=why>[{escape(row.replayed.by)}]</span>"
-            )
-            if row.replayed.why:
-                replayed += f"<div class=why>why: {escape(row.replayed.why)}</div>"
-        parted = row.turn == v.parts_at
-        if parted:
-            replayed += "<div class=differs data-parts-here>the replay parts from the record here</div>"
-        rows.append(
-            f"<tr data-turn='{row.turn}'{' class=parts' if parted else ''}><td class=num>{row.turn}</td>"
-            f"<td class=num>{escape(when)}</td><td>{recorded}</td><td>{replayed}</td></tr>"
-        )
-    rows.append("</tbody></table></div>")
-    return "".join(rows)
+environment.globals.update(replay_chart=replay_chart, replay_legend=LEGEND, shorten=shorten)
