@@ -5,11 +5,12 @@
     python deploy/lambda/build.py lock                 # re-pin requirements.txt (after pyproject changes)
 
 The zip holds the `replenisher` package and its runtime dependencies (not hypercorn, not the
-simulated world), installed for the target with `pip install --platform ... --only-binary=:all:
---require-hashes` from `requirements.txt`, so every build of one lock is made of the same
-wheels. Entries are sorted and time-stamped 1980-01-01, so the same inputs give the same zip
-and the same CodeSha256. Each zip is named after its content hash: upload it under that name
-and a changed build can never be mistaken for the previous one.
+simulated world, not boto3, which the Lambda runtime ships), installed for the target with
+`pip install --platform ... --only-binary=:all: --require-hashes` from `requirements.txt`, so
+every build of one lock is made of the same wheels. Entries are sorted and time-stamped
+1980-01-01, so the same inputs give the same zip and the same CodeSha256. Each zip is named
+after its content hash: upload it under that name and a changed build can never be mistaken
+for the previous one.
 
 The lock covers Python 3.11 and 3.12 on x86_64 and arm64: 3.12 is the Lambda runtime (Amazon
 Linux 2023, whose glibc the arm64 wheels need); 3.11 is what the tests run the zip on here.
@@ -48,6 +49,8 @@ PLATFORMS = {
 # Needed to serve the ASGI app, not on Lambda: the servers, granian's event loop, and the faster transport under the
 # adapters' httpx client (without it they use httpx's own, as on Lambda).
 SERVER_ONLY = {"hypercorn", "granian", "uvloop", "httpx-aiohttp"}
+# Shipped by Lambda's Python runtime itself (the key reads use them): never bundled, should one become a dependency.
+RUNTIME_PROVIDED = {"boto3", "botocore"}
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-.+\.whl$")
 
@@ -57,9 +60,10 @@ class BuildError(RuntimeError):
 
 
 def runtime_requirements() -> list[str]:
-    """The project's dependencies from pyproject.toml, less those only the ASGI server needs."""
+    """The project's dependencies from pyproject.toml, less those only the ASGI server needs and
+    those the Lambda runtime provides."""
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
-    return [r for r in project["dependencies"] if _name_of(r) not in SERVER_ONLY]
+    return [r for r in project["dependencies"] if _name_of(r) not in SERVER_ONLY | RUNTIME_PROVIDED]
 
 
 def _name_of(requirement: str) -> str:
