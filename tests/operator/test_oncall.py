@@ -173,7 +173,7 @@ async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followe
             )
             # A refused attempt fails at once: one running longer than this was answered.
             await eventually(lambda: time.time() > resumed_at + ANSWERED_ATTEMPT_SECONDS, timeout=5)
-        else:  # always-replay: the service suspended the resumed run at once
+        else:  # the service suspended the resumed run: at once in always-replay mode, or it waited out its inactivity
             resumed_at = epoch(run["modified_at"])
             decided_at = None
         result = await cli("timeline", scenario.sku, "--json")

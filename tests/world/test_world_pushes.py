@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -287,19 +286,15 @@ async def test_reply_and_lead_times_are_counted_in_business_days_over_a_weekend_
 ) -> None:
     """The world's calendar starts at Friday 4 December 2026, 17:00, the close of business, on
     a site working 09:00-17:00 whose Monday the 7th is a holiday: nothing works until Tuesday
-    09:00, so an order placed while the world comes up gets its reply (half a business day)
+    09:00, so an order placed in that stretch gets its reply (half a business day)
     on Tuesday 13:00, not over the weekend, and its goods (a business day and a half) on
     Wednesday 13:00. Judged from the world's records: what it planned, and when it pushed."""
     calendar = tmp_path / "site.calendar"
     calendar.write_text("working_hours = 09:00-17:00\n2026-12-07\n")
-    # Friday's close to Tuesday's opening (88 hours) lasts about 7 s: time for the world to come
-    # up and take the order.
+    # The calendar is at Friday's close when the world's clock starts (no wall origin: its own
+    # start); from there to Tuesday's opening (88 hours) lasts about 7 s, time to take the order.
     day_seconds = 2.0
-    extra = {
-        "WORLD_CALENDAR_FILE": str(calendar),
-        "WORLD_CLOCK_WALL_ORIGIN": repr(time.time()),
-        "WORLD_CLOCK_CALENDAR_ORIGIN": "2026-12-04T17:00",
-    }
+    extra = {"WORLD_CALENDAR_FILE": str(calendar), "WORLD_CLOCK_CALENDAR_ORIGIN": "2026-12-04T17:00"}
     world = await launch_world(tmp_path, ingress_url=fake_ingress.url, day_seconds=day_seconds, extra=extra)
     try:
         async with httpx.AsyncClient(base_url=world.url, timeout=5.0) as client:
