@@ -5,7 +5,8 @@
     python deploy/lambda/build.py lock                 # re-pin requirements.txt (after pyproject changes)
 
 The zip holds the `replenisher` package and its runtime dependencies (not hypercorn, not the
-console's Starlette and Jinja2, not the simulated world), installed for the target with
+console's Starlette and Jinja2, not the simulated world, not boto3, which the Lambda runtime ships),
+installed for the target with
 `pip install --platform ... --only-binary=:all: --require-hashes` from `requirements.txt`, so
 every build of one lock is made of the same wheels. Entries are sorted and time-stamped
 1980-01-01, so the same inputs give the same zip and the same CodeSha256. Each zip is named
@@ -51,6 +52,8 @@ PLATFORMS = {
 SERVER_ONLY = {"hypercorn", "granian", "uvloop", "httpx-aiohttp"}
 # The manager's web console (its web framework and its pages' templates) runs beside Restate, never on Lambda.
 CONSOLE_ONLY = {"starlette", "jinja2"}
+# Shipped by Lambda's Python runtime itself (the key reads use them): never bundled, should one become a dependency.
+RUNTIME_PROVIDED = {"boto3", "botocore"}
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-.+\.whl$")
 
@@ -60,9 +63,10 @@ class BuildError(RuntimeError):
 
 
 def runtime_requirements() -> list[str]:
-    """The project's dependencies from pyproject.toml, less those only the ASGI server or the console needs."""
+    """The project's dependencies from pyproject.toml, less those only the ASGI server or the console
+    needs and those the Lambda runtime provides."""
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
-    return [r for r in project["dependencies"] if _name_of(r) not in SERVER_ONLY | CONSOLE_ONLY]
+    return [r for r in project["dependencies"] if _name_of(r) not in SERVER_ONLY | CONSOLE_ONLY | RUNTIME_PROVIDED]
 
 
 def _name_of(requirement: str) -> str:

@@ -6,32 +6,31 @@
   a JSON object holding it under `ANTHROPIC_API_KEY`;
 - `ssm:<parameter name>`: a (SecureString) parameter, decrypted.
 
-The call is a plain HTTPS request signed with AWS Signature Version 4 from the function's own
-credentials (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, as Lambda sets
-them), so the deployment zip needs no boto3, and it works during the function's init phase,
-where the Parameters and Secrets extension is not ready yet. `AWS_ENDPOINT_URL_SECRETS_MANAGER`,
-`AWS_ENDPOINT_URL_SSM` or `AWS_ENDPOINT_URL` move the endpoint (VPC endpoints, tests).
+The call goes through boto3, which Lambda's Python runtime ships (the deployment zip does not
+bundle it; `pip install '.[aws]'` brings it elsewhere), with the function's own credentials
+(`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, as Lambda sets them) taken
+from the environment given, never from another source of credentials. It works during the
+function's init phase, where the Parameters and Secrets extension is not ready yet.
+`AWS_ENDPOINT_URL_SECRETS_MANAGER`, `AWS_ENDPOINT_URL_SSM` or `AWS_ENDPOINT_URL` move the
+endpoint (VPC endpoints, tests).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, urlsplit
-
-import httpx
+from typing import Any
 
 from replenisher.inbound.signing import write_private
 from replenisher.inbound.stamp import DOOR_KEY_ENV, DoorKeyError, parse_door_key
 
 KEY_SOURCE_ENV = "REPLENISHER_ANTHROPIC_KEY_SOURCE"
 KEY_ENV = "ANTHROPIC_API_KEY"
-FETCH_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
+CONNECT_TIMEOUT = 3.0
+READ_TIMEOUT = 10.0
+ATTEMPTS = 3  # boto3's standard retries: throttling and 5xx answers, broken connections
 
 
 class SecretFetchError(RuntimeError):
@@ -52,64 +51,11 @@ class Credentials:
             raise SecretFetchError(f"no AWS credentials in the environment ({missing.args[0]} is not set)") from None
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _hmac(key: bytes, text: str) -> bytes:
-    return hmac.new(key, text.encode(), hashlib.sha256).digest()
-
-
-def sign(
-    method: str,
-    url: str,
-    headers: Mapping[str, str],
-    body: bytes,
-    credentials: Credentials,
-    region: str,
-    service: str,
-    when: datetime,
-) -> dict[str, str]:
-    """`headers` plus `host`, `x-amz-date`, the session token and `authorization` (SigV4, all headers signed)."""
-    parts = urlsplit(url)
-    amz_date = when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    signed = {k.lower(): " ".join(v.split()) for k, v in headers.items()}
-    signed.setdefault("host", parts.netloc)
-    signed["x-amz-date"] = amz_date
-    if credentials.session_token:
-        signed["x-amz-security-token"] = credentials.session_token
-    names = sorted(signed)
-    query = "&".join(
-        f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}" for k, v in sorted(parse_qsl(parts.query, True))
-    )
-    canonical = "\n".join(
-        [
-            method,
-            quote(parts.path or "/", safe="/-_.~"),
-            query,
-            "".join(f"{n}:{signed[n]}\n" for n in names),
-            ";".join(names),
-            _sha256(body),
-        ]
-    )
-    scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
-    to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{_sha256(canonical.encode())}"
-    key = ("AWS4" + credentials.secret_key).encode()
-    for part in (amz_date[:8], region, service, "aws4_request"):
-        key = _hmac(key, part)
-    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-    signed["authorization"] = (
-        f"AWS4-HMAC-SHA256 Credential={credentials.access_key}/{scope}, "
-        f"SignedHeaders={';'.join(names)}, Signature={signature}"
-    )
-    return signed
-
-
 @dataclass(frozen=True)
 class _Store:
-    service: str  # SigV4 signing name and endpoint prefix
+    service: str  # boto3's client name, the endpoint's prefix
     endpoint_env: str
-    target: str
+    target: str  # the operation, as the AWS JSON protocol names it
 
 
 _STORES = {
@@ -127,42 +73,53 @@ def _region(name: str, env: Mapping[str, str]) -> str:
     return region
 
 
-def fetch_key(source: str, env: Mapping[str, str], *, now: datetime | None = None, field: str = KEY_ENV) -> str:
-    """The key kept at `source` (`secretsmanager:...` or `ssm:...`), read with one signed request;
+def _client(store: _Store, region: str, env: Mapping[str, str]) -> Any:
+    """A boto3 client for `store` with exactly these credentials and endpoint (none looked up elsewhere)."""
+    # Imported here: a function without a key source starts without loading boto3.
+    import boto3
+    from botocore.config import Config
+
+    credentials = Credentials.from_env(env)
+    session = boto3.session.Session(
+        aws_access_key_id=credentials.access_key,
+        aws_secret_access_key=credentials.secret_key,
+        aws_session_token=credentials.session_token,
+        region_name=region,
+    )
+    config = Config(
+        connect_timeout=CONNECT_TIMEOUT,
+        read_timeout=READ_TIMEOUT,
+        retries={"mode": "standard", "max_attempts": ATTEMPTS},
+    )
+    endpoint = env.get(store.endpoint_env) or env.get("AWS_ENDPOINT_URL") or None
+    return session.client(store.service, region_name=region, endpoint_url=endpoint, config=config)
+
+
+def fetch_key(source: str, env: Mapping[str, str], *, field: str = KEY_ENV) -> str:
+    """The key kept at `source` (`secretsmanager:...` or `ssm:...`), read with one request;
     a secret holding a JSON object gives its `field` entry."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     kind, _, name = source.partition(":")
     store = _STORES.get(kind)
     if store is None or not name:
         raise SecretFetchError(f"{KEY_SOURCE_ENV} must be secretsmanager:<secret> or ssm:<parameter>, not {source!r}")
     region = _region(name, env)
-    endpoint = (
-        env.get(store.endpoint_env) or env.get("AWS_ENDPOINT_URL") or f"https://{store.service}.{region}.amazonaws.com"
-    )
-    url = endpoint.rstrip("/") + "/"
-    payload = {"SecretId": name} if kind == "secretsmanager" else {"Name": name, "WithDecryption": True}
-    body = json.dumps(payload).encode()
-    headers = sign(
-        "POST",
-        url,
-        {"content-type": "application/x-amz-json-1.1", "x-amz-target": store.target},
-        body,
-        Credentials.from_env(env),
-        region,
-        store.service,
-        now or datetime.now(UTC),
-    )
     try:
-        response = httpx.post(url, content=body, headers=headers, timeout=FETCH_TIMEOUT)
-    except httpx.HTTPError as exc:
-        raise SecretFetchError(f"could not reach {url} for {source}: {exc}") from exc
+        client = _client(store, region, env)
+    except BotoCoreError as exc:  # e.g. an AWS_PROFILE or AWS_CONFIG_FILE boto3 cannot use
+        raise SecretFetchError(f"could not set up the {store.service} client for {source}: {exc}") from exc
     try:
-        answer = response.json()
-    except ValueError:
-        answer = {}
-    if response.status_code != 200:
-        reason = answer.get("message") or answer.get("Message") or answer.get("__type") or response.reason_phrase
-        raise SecretFetchError(f"{store.target} for {name} answered {response.status_code}: {reason}")
-    value = answer.get("SecretString") if kind == "secretsmanager" else (answer.get("Parameter") or {}).get("Value")
+        if kind == "secretsmanager":
+            value = client.get_secret_value(SecretId=name).get("SecretString")
+        else:
+            value = (client.get_parameter(Name=name, WithDecryption=True).get("Parameter") or {}).get("Value")
+    except ClientError as exc:
+        error, status = exc.response.get("Error", {}), exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        reason = error.get("Message") or error.get("Code") or "no reason given"
+        raise SecretFetchError(f"{store.target} for {name} answered {status}: {reason}") from None
+    except BotoCoreError as exc:
+        raise SecretFetchError(f"could not reach {client.meta.endpoint_url} for {source}: {exc}") from exc
     if not isinstance(value, str) or not value.strip():
         raise SecretFetchError(f"{source} holds no text value")
     return _key_in(value.strip(), field)

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import httpx
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from replenisher.domain.calendar import BusinessCalendar
 from replenisher.domain.documents import (
     ApprovalReminder,
     ApprovalRequest,
@@ -80,6 +81,7 @@ class ClockView(BaseModel):
     day: int
     calendar_now: float
     date: str
+    calendar: BusinessCalendar = Field(description="the site's calendar suppliers count business days on")
 
 
 class Closed(BaseModel):
@@ -164,6 +166,7 @@ async def clock(world: SimulatedWorld, req: Request) -> Response:
             day=world.clock.day_number(now),
             calendar_now=world.clock.calendar(now),
             date=world.clock.date(now),
+            calendar=world.clock.site.calendar,
         )
     )
 
@@ -360,6 +363,7 @@ async def start() -> SimulatedWorld:
             settings.day_seconds,
             wall_origin=settings.clock_wall_origin,
             calendar_origin=settings.clock_calendar_origin,
+            calendar=settings.calendar,
         ),
         httpx.AsyncClient(timeout=PUSH_TIMEOUT, verify=trusted(settings.inbound_ca_file)),
         str(settings.ingress_url),

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
 
-from replenisher.domain.calendar import Instant
+from replenisher.domain.calendar import BusinessCalendar, Instant, load_calendar
 from simulated_world.catalogue import CatalogueName
 
 
@@ -33,6 +34,21 @@ class WorldSettings(BaseModel):
             raise ValueError("WORLD_INBOUND_URL needs WORLD_PARTY_SECRETS_FILE to sign with")
         return self
 
+    calendar_file: Path | None = None
+    """The site calendar (the replenisher's `REPLENISHER_CALENDAR_FILE` format): suppliers count
+    their reply and lead times in its business days. None: Monday to Friday, no holidays, UTC."""
+    calendar: BusinessCalendar = Field(default_factory=BusinessCalendar, description="read from calendar_file")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_calendar(cls, values: Any) -> Any:
+        if isinstance(values, dict) and values.get("calendar_file") and "calendar" not in values:
+            try:
+                return {**values, "calendar": load_calendar(Path(values["calendar_file"]))}
+            except OSError as e:
+                raise ValueError(f"WORLD_CALENDAR_FILE: cannot read {values['calendar_file']}: {e.strerror}") from e
+        return values
+
     clock_wall_origin: float | None = None
     """With `clock_calendar_origin`: the instant shared with the replenisher so both agree on the date."""
     # An ISO date-time too, read the same way as the replenisher's setting.
@@ -49,6 +65,7 @@ class WorldSettings(BaseModel):
                 ("inbound_url", "WORLD_INBOUND_URL"),
                 ("party_secrets_file", "WORLD_PARTY_SECRETS_FILE"),
                 ("inbound_ca_file", "WORLD_INBOUND_CA_FILE"),
+                ("calendar_file", "WORLD_CALENDAR_FILE"),
                 ("clock_wall_origin", "WORLD_CLOCK_WALL_ORIGIN"),
                 ("clock_calendar_origin", "WORLD_CLOCK_CALENDAR_ORIGIN"),
             )

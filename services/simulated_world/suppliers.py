@@ -13,10 +13,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from replenisher.domain.documents import OrderAck, Price, PurchaseOrder, Quote, QuoteRequest, Sku
+from simulated_world.clock import Clock
 from simulated_world.errors import BadRequest, Conflict, NotFound
 
 CHASE_REPLY_DAYS = 0.5
-"""How long a supplier takes to answer a chase."""
+"""How long a supplier takes to answer a chase, in business days."""
 
 
 class SupplierSetup(BaseModel):
@@ -24,12 +25,12 @@ class SupplierSetup(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     prices: dict[Sku, Price] = Field(description="base unit price per SKU carried")
-    lead_days: float = Field(ge=0, le=365)
-    reply_days: float = Field(ge=0, le=365)
+    lead_days: float = Field(ge=0, le=365, description="business days from the order to the first delivery")
+    reply_days: float = Field(ge=0, le=365, description="business days from the order to its confirmation")
     quote_valid_days: float = Field(default=5.0, gt=0, le=365)
     price_drift: float = Field(default=0.0, ge=0, le=0.5)
     deliveries: int = Field(default=1, ge=1, le=50)
-    delivery_gap_days: float = Field(default=1.0, ge=0, le=365)
+    delivery_gap_days: float = Field(default=1.0, ge=0, le=365, description="business days between deliveries")
 
 
 def drift_factor(supplier: str, sku: str, day: int, drift: float) -> float:
@@ -164,8 +165,9 @@ class Supplier:
             valid_until=now + self.setup.quote_valid_days * day_seconds,
         )
 
-    def take_order(self, po: PurchaseOrder, now: float, day_seconds: float) -> tuple[SupplierOrder, bool]:
-        """The order for this PO, and whether it is new. A repeat only counts the submission."""
+    def take_order(self, po: PurchaseOrder, now: float, clock: Clock) -> tuple[SupplierOrder, bool]:
+        """The order for this PO, and whether it is new. A repeat only counts the submission.
+        Its deliveries and its confirmation fall due in business days on the clock's calendar."""
         if po.supplier != self.id:
             raise BadRequest(f"order is addressed to supplier {po.supplier}, not {self.id}")
         existing = self.orders.get(po.po_number)
@@ -175,10 +177,9 @@ class Supplier:
             existing.submissions += 1
             return existing, False
         self.base_price(po.sku)
-        first_due = now + self.setup.lead_days * day_seconds
-        gap = self.setup.delivery_gap_days * day_seconds
+        lead, gap = self.setup.lead_days, self.setup.delivery_gap_days
         shipments = [
-            Shipment(number=i + 1, quantity=qty, due_at=first_due + i * gap)
+            Shipment(number=i + 1, quantity=qty, due_at=clock.after(now, lead + i * gap))
             for i, qty in enumerate(split_quantity(po.quantity, self.setup.deliveries))
         ]
         ack = OrderAck(
@@ -199,7 +200,7 @@ class Supplier:
             ack=ack,
             shipments=shipments,
         )
-        order.add_reply("order", now + self.setup.reply_days * day_seconds)
+        order.add_reply("order", clock.after(now, self.setup.reply_days))
         self.orders[po.po_number] = order
         return order, True
 
@@ -215,10 +216,11 @@ def reply_text(
     order: SupplierOrder,
     cause: Literal["order", "chase"],
     now: float,
-    day_seconds: float,
+    clock: Clock,
     stated_days: float | None = None,
 ) -> str:
-    """The plain email a supplier sends about an order: what it confirms and when goods come.
+    """The plain email a supplier sends about an order: what it confirms and when goods come
+    (in business days, as it plans them).
 
     `stated_days` (the `delivery_days` fault) replaces the delivery the plan would state: a
     supplier may promise anything, the shipments still follow the plan.
@@ -228,7 +230,7 @@ def reply_text(
     if order.cancelled:
         status = "This order was cancelled at your request; nothing further will ship."
     elif pending:
-        days = stated_days if stated_days is not None else max(0.0, (pending[-1].due_at - now) / day_seconds)
+        days = stated_days if stated_days is not None else max(0.0, clock.business_days(now, pending[-1].due_at))
         parts = f" in {len(pending)} shipments" if len(pending) > 1 else ""
         status = f"Expected delivery in {days:.1f} days{parts}."
     else:

@@ -146,7 +146,7 @@ class SimulatedWorld:
         """The acknowledgement and whether the order is new."""
         if idempotency_key != po.po_number:
             raise BadRequest("the Idempotency-Key header must be present and equal the PO number")
-        order, created = supplier.take_order(po, self.clock.now(), self.clock.day_seconds)
+        order, created = supplier.take_order(po, self.clock.now(), self.clock)
         if created:
             # Confirmation first: when both fall due at once, the supplier writes before it ships.
             for reply in order.replies:
@@ -177,7 +177,7 @@ class SimulatedWorld:
         order.chases += 1
         if self.faults.of(supplier.id).quiet or order.cancelled:
             return
-        reply = order.add_reply("chase", self.clock.now() + self.clock.seconds(CHASE_REPLY_DAYS))
+        reply = order.add_reply("chase", self.clock.after(self.clock.now(), CHASE_REPLY_DAYS))
         self._plan_reply(supplier, order, reply)
 
     def cancel(self, supplier: Supplier, po_number: str, cancel: CancelRequest) -> SupplierOrder:
@@ -226,7 +226,7 @@ class SimulatedWorld:
             reply.status, reply.why_not_sent = "dropped", "reply dropped by fault injection"
             return
         text = faults.take_reply_text() or reply_text(
-            supplier, order, reply.cause, self.clock.now(), self.clock.day_seconds, faults.delivery_days
+            supplier, order, reply.cause, self.clock.now(), self.clock, faults.delivery_days
         )
         reply.status = "sent"
         self.messenger.push(

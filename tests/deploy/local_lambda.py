@@ -11,7 +11,8 @@ response. Like Lambda it:
 
 - loads the function from the unpacked deployment zip only (run it with `python -I -S`,
   so nothing from this machine's site-packages leaks in), with the code dir as the
-  working directory and Lambda's environment variables set;
+  working directory and Lambda's environment variables set; `--runtime DIR` stands for the
+  packages the runtime itself ships (boto3 and what it needs), on the path after the code;
 - runs each execution environment as its own process that serves one invocation at a
   time (`--environments N` of them, forked after the socket is bound);
 - keeps an environment's memory between invocations (warm starts).
@@ -166,10 +167,13 @@ def main() -> int:
     parser.add_argument("--function-name", default="replenisher")
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--invocations", type=Path, help="append one JSON line per invocation here")
+    parser.add_argument("--runtime", type=Path, help="the runtime's own packages (Lambda's /var/runtime)")
     args = parser.parse_args()
 
     code = args.code.resolve()
     sys.path.insert(0, str(code))
+    if args.runtime is not None:
+        sys.path.append(str(args.runtime.resolve()))
     os.chdir(code)
     os.environ.update(
         {

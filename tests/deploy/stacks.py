@@ -133,8 +133,28 @@ def unpack(zip_path: Path, dest: Path) -> Path:
     return dest
 
 
+# What Lambda's Python runtime ships beside the function's code (in /var/runtime, after the
+# code on the path): boto3 and the packages it imports.
+RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "six", "urllib3")
+
+
+def lambda_runtime(dest: Path) -> Path:
+    """A stand-in for the runtime's own packages: links to this machine's copies of them."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in RUNTIME_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin, f"{name} is not installed: make setup installs the '[aws]' extra"
+        origin = Path(spec.origin)
+        source = origin.parent if origin.name == "__init__.py" else origin
+        link = dest / source.name
+        if not link.exists():
+            link.symlink_to(source, target_is_directory=source.is_dir())
+    return dest
+
+
 class LocalLambda(ManagedProcess):
-    """tests/deploy/local_lambda.py serving the unpacked zip, with nothing else on its path."""
+    """tests/deploy/local_lambda.py serving the unpacked zip, with nothing else on its path but
+    the runtime's own packages."""
 
     def __init__(
         self,
@@ -150,10 +170,12 @@ class LocalLambda(ManagedProcess):
         argv = [
             sys.executable,
             "-I",  # no PYTHON* variables, no user site, no script dir on the path
-            "-S",  # no site-packages: only the zip's own packages and the standard library
+            "-S",  # no site-packages: only the zip's own packages, the runtime's and the standard library
             str(LOCAL_LAMBDA),
             "--code",
             str(code_dir),
+            "--runtime",
+            str(lambda_runtime(log_path.parent / "lambda-runtime")),
             "--handler",
             LAMBDA_HANDLER,
             "--port",

@@ -1,35 +1,41 @@
 """The Lambda function reads the decider's key from Secrets Manager or Parameter Store when it starts.
 
-AWS itself cannot run here. What runs: the request signer against AWS's published Signature
-Version 4 test vectors; the fetch against a stand-in for the two AWS APIs over real HTTP on
-loopback, which checks each request's target and signature as AWS would (recomputed with the
-credentials it expects, so a request signed with other credentials or altered after signing is
-refused); and the handler, imported from the unpacked deployment zip alone (`python -I -S`: no
-boto3, nothing from this machine's site-packages), reading the key at start through it. Not
-run: the real AWS endpoints and IAM (whether the template's policy lets the role read the
-secret), which only a deployed stack shows.
+AWS itself cannot run here. What runs: the fetch, through boto3, against a stand-in for the two
+AWS APIs over real HTTP on loopback (boto3's `endpoint_url` pointed at it), which speaks their
+JSON protocol and checks each request's target and Signature Version 4 as AWS would
+(recomputed with the credentials it expects, so a request signed with other credentials or
+altered after signing is refused; the stand-in's own signer is checked against AWS's published
+test vectors); and the handler, imported from the unpacked deployment zip (`python -I -S`:
+nothing from this machine's site-packages) beside a stand-in for the Lambda runtime's own
+packages (boto3 and what it needs, as the python3.12 runtime ships them), reading the key at
+start through it. Not run: the real AWS endpoints and IAM (whether the template's policy lets
+the role read the secret), which only a deployed stack shows.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
 from cfnlint.decode import decode
 
-from replenisher.aws_secrets import Credentials, SecretFetchError, fetch_key, sign
+from replenisher.aws_secrets import Credentials, SecretFetchError, fetch_key
+from replenisher.stack.ports import free_port
 
-from .stacks import LAMBDA_DIR, unpack
+from .stacks import LAMBDA_DIR, lambda_runtime, unpack
 
 # The AWS Signature Version 4 test suite's credentials, time, region and service.
 SUITE_CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
@@ -38,6 +44,52 @@ CREDENTIALS = Credentials("ASIATESTKEYID", "test/secret+key", "session-token-of-
 KEY = "sk-ant-test-0123456789"
 SECRET_ARN = "arn:aws:secretsmanager:eu-central-1:111122223333:secret:replenisher/anthropic-AbCdEf"
 PARAMETER = "/replenisher/anthropic-key"
+
+
+def sign(
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    credentials: Credentials,
+    region: str,
+    service: str,
+    when: datetime,
+) -> dict[str, str]:
+    """The stand-in's check, as AWS computes it: `headers` plus `host`, `x-amz-date`, the session
+    token and `authorization` (SigV4 over every header given)."""
+    parts = urlsplit(url)
+    amz_date = when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    signed = {k.lower(): " ".join(v.split()) for k, v in headers.items()}
+    signed.setdefault("host", parts.netloc)
+    signed["x-amz-date"] = amz_date
+    if credentials.session_token:
+        signed["x-amz-security-token"] = credentials.session_token
+    names = sorted(signed)
+    query = "&".join(
+        f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}" for k, v in sorted(parse_qsl(parts.query, True))
+    )
+    canonical = "\n".join(
+        [
+            method,
+            quote(parts.path or "/", safe="/-_.~"),
+            query,
+            "".join(f"{n}:{signed[n]}\n" for n in names),
+            ";".join(names),
+            hashlib.sha256(body).hexdigest(),
+        ]
+    )
+    scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
+    to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
+    key = ("AWS4" + credentials.secret_key).encode()
+    for part in (amz_date[:8], region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    signed["authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={credentials.access_key}/{scope}, "
+        f"SignedHeaders={';'.join(names)}, Signature={signature}"
+    )
+    return signed
 
 
 @pytest.mark.parametrize(
@@ -53,7 +105,7 @@ PARAMETER = "/replenisher/anthropic-key"
     ],
     ids=["get-vanilla", "post-vanilla", "get-vanilla-query-order-key-case"],
 )
-def test_the_signer_matches_the_published_sigv4_test_suite(method: str, url: str, signature: str) -> None:
+def test_the_stand_ins_signature_check_matches_the_sigv4_test_suite(method: str, url: str, signature: str) -> None:
     headers = sign(method, url, {}, b"", SUITE_CREDENTIALS, "us-east-1", "service", SUITE_TIME)
     assert headers["authorization"] == (
         "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
@@ -169,6 +221,13 @@ def test_refusals_are_reported_without_the_secret(aws: StandIn) -> None:
         fetch_key(f"ssm:{PARAMETER}", {"AWS_REGION": "eu-central-1", "AWS_ACCESS_KEY_ID": "x"})
 
 
+def test_an_endpoint_that_does_not_answer_is_named_with_the_source() -> None:
+    port = free_port()  # nothing listens there
+    env = {"AWS_REGION": "eu-central-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y"}
+    with pytest.raises(SecretFetchError, match=f"could not reach http://127.0.0.1:{port} for ssm:{PARAMETER}: "):
+        fetch_key(f"ssm:{PARAMETER}", {**env, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"})
+
+
 # --- the function as deployed ---------------------------------------------------------------
 
 
@@ -178,8 +237,9 @@ def code_dir(local_lambda_zip: dict[str, Any], tmp_path_factory: pytest.TempPath
 
 
 START = """
-import sys
+import os, sys
 sys.path.insert(0, ".")
+sys.path.append(os.environ["TEST_LAMBDA_RUNTIME"])  # Lambda's /var/runtime: boto3 and what it needs
 import replenisher.durable.lambda_handler  # the function's init
 from replenisher.config import settings
 s = settings()
@@ -191,6 +251,7 @@ print(s.door_key.get_secret_value().hex() if s.door_key else None)
 def _start_function(code: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     lambda_env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "TEST_LAMBDA_RUNTIME": str(lambda_runtime(code.parent / "lambda-runtime")),
         "AWS_LAMBDA_FUNCTION_NAME": "replenisher",
         "LAMBDA_TASK_ROOT": str(code),
         "REPLENISHER_DECIDER": "claude",

@@ -90,7 +90,11 @@ async def site_stack(tmp_path: Path, log_dir: Path, holidays: list[date], opens:
             free_port(),
             world_env(
                 runtime.ingress_url,
-                {"WORLD_DAY_SECONDS": f"{day_seconds:g}", **{f"WORLD_{k}": v for k, v in shared.items()}},
+                {
+                    "WORLD_DAY_SECONDS": f"{day_seconds:g}",
+                    "WORLD_CALENDAR_FILE": str(calendar_file),
+                    **{f"WORLD_{k}": v for k, v in shared.items()},
+                },
             ),
             name="world",
             log_path=log_dir / f"world-{tmp_path.name}.log",

@@ -13,7 +13,8 @@ import httpx
 import pytest
 from operator_support import Cli, pause_a_held_check, paused_check, refused_attempts, resume, setup_lasting_quotes
 
-from e2e.scenario import Scenario, ok
+from e2e.scenario import JSON, Scenario, ok
+from e2e.test_crash_matrix import arm, fired, release
 from replenisher.console.overview import sku_rows
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import ActiveRun, SkuRecord
@@ -24,7 +25,13 @@ from replenisher.timeline.build import is_outage
 from replenisher.timeline.journal import epoch, transient_failures
 from replenisher.timeline.load import load_timeline
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import AGENT_SHARED_HANDLERS, PausedCall, RestateClient, paused_keys
+from replenisher.timeline.restate import (
+    AGENT_SHARED_HANDLERS,
+    ANSWERED_ATTEMPT_SECONDS,
+    PausedCall,
+    RestateClient,
+    paused_keys,
+)
 from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
@@ -111,6 +118,78 @@ async def test_an_outage_band_lasts_as_long_as_the_service_was_down(
     text = await cli("timeline", scenario.sku, "--width", "160")
     row = next(line for line in text.out.splitlines() if "service down" in line and "░" in line)
     assert "when the service answered again" in row, text.out
+
+
+async def run_attempt(admin: Admin, target: str) -> JSON:
+    """The invocation of a run as Restate has it now: id, status, and its attempt's start."""
+    rows = await admin.asql(
+        f"SELECT id, status, last_start_at, modified_at FROM sys_invocation WHERE target = '{target}'"
+    )
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followed(
+    cli: Cli, scenario: Scenario, service: RegisteredService, admin: Admin
+) -> None:
+    """The service dies while the run waits for the manager. The run's attempt after the restart
+    replays its journal and waits again, writing nothing new; the manager's answer follows. The
+    band ends when that attempt started (or, where Restate suspends at once, when the service
+    suspended the run), not with the first command the approval brought."""
+    await setup_lasting_quotes(scenario)
+    run_id = (await scenario.check())["started"]
+    target = f"Replenish/{run_id}/run"
+    # After the approval the run stops in flight at its order, so the attempt that resumed it is
+    # still Restate's live record when the timeline is read.
+    held = arm(run_id, "place_order", "before", action="hold")
+    try:
+        request = await scenario.pending_approval()
+        await waiting_for_approval(scenario, run_id)
+        killed_at = time.time()
+        service.kill()
+        run = await run_attempt(admin, target)
+        if run["status"] == "suspended":  # Restate suspended it first: it tries it now, as `resume` does
+            await resume(admin, str(run["id"]))
+        await eventually(lambda: refused_attempts(admin, target), timeout=30, what="a refused attempt of the run")
+        first_refusal = await first_failure(admin, [scenario.sku, run_id], since=killed_at)
+        assert first_refusal is not None
+        restarted_at = time.time()
+        service.restart()
+
+        async def resumed() -> JSON | None:
+            run = await run_attempt(admin, target)
+            at = epoch(run.get("last_start_at") if run["status"] == "running" else run.get("modified_at"))
+            return run if run["status"] in ("running", "suspended") and at is not None and at >= restarted_at else None
+
+        run = await eventually(resumed, timeout=30, what="the run's attempt after the restart")
+        if run["status"] == "running":
+            resumed_at = epoch(run["last_start_at"])
+            decided_at = time.time()
+            await scenario.decide(request["po_number"], approved=True, up_to=4.0)
+            await eventually(lambda: held in fired(), timeout=30, what="the run to take the approval to its order")
+            again = await run_attempt(admin, target)
+            assert again["status"] == "running" and epoch(again["last_start_at"]) == resumed_at, (
+                f"the approval was to reach the attempt that resumed the run, before its inactivity timeout: {again}"
+            )
+            # A refused attempt fails at once: one running longer than this was answered.
+            await eventually(lambda: time.time() > resumed_at + ANSWERED_ATTEMPT_SECONDS, timeout=5)
+        else:  # the service suspended the resumed run: at once in always-replay mode, or it waited out its inactivity
+            resumed_at = epoch(run["modified_at"])
+            decided_at = None
+        result = await cli("timeline", scenario.sku, "--json")
+        assert result.code == 0, result
+        [band] = json.loads(result.out)["bands"]
+        assert band["start"] == pytest.approx(first_refusal, abs=1e-3), "it starts at the first refused attempt"
+        assert band["ended_by"] == "the service answered again", band
+        assert restarted_at <= band["end"] == pytest.approx(resumed_at, abs=1e-3), (band, restarted_at, resumed_at)
+        if decided_at is not None:
+            # The control: counting only commands and completions ends it at the approval's first command.
+            assert band["end"] < decided_at, "it ends before the approval that followed"
+    finally:
+        release(held)
+    if decided_at is None:
+        await scenario.decide(request["po_number"], approved=True, up_to=4.0)
+    assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
 
 
 async def test_a_supplier_answering_503_is_a_retrying_step_not_an_outage(

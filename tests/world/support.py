@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -62,7 +63,9 @@ class WorldProcess:
         return self.process.returncode or 0
 
 
-async def launch_world(log_dir: Path, *, ingress_url: str, day_seconds: float = DAY_SECONDS) -> WorldProcess:
+async def launch_world(
+    log_dir: Path, *, ingress_url: str, day_seconds: float = DAY_SECONDS, extra: Mapping[str, str] | None = None
+) -> WorldProcess:
     port = free_port()
     log_path = log_dir / f"world-{port}.log"
     env = {
@@ -70,6 +73,7 @@ async def launch_world(log_dir: Path, *, ingress_url: str, day_seconds: float = 
         "WORLD_INGRESS_URL": ingress_url,
         "WORLD_DAY_SECONDS": str(day_seconds),
         "WORLD_CATALOGUE": "empty",
+        **(extra or {}),
     }
     log_file = _open_log(log_path)
     try:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import date
 
 import httpx
 import pytest
 from pydantic import ValidationError
 
+from replenisher.domain.calendar import BusinessCalendar, utc_instant
 from replenisher.domain.documents import ApprovalRequest, GoodsReceipt, PurchaseOrder, QuoteRequest
 from simulated_world.calls import CallFilter, CallLog, CallRecord, FirstCallQuery
 from simulated_world.catalogue import DEMO_BUDGET, demo, load
@@ -20,10 +22,19 @@ from simulated_world.messenger import MessageFilter, Messenger, idempotency_key
 from simulated_world.routing import Router, split_path
 from simulated_world.scheduler import Scheduler
 from simulated_world.settings import WorldSettings
-from simulated_world.suppliers import Supplier, SupplierSetup, drift_factor, split_quantity, unit_price
+from simulated_world.suppliers import (
+    Supplier,
+    SupplierSetup,
+    drift_factor,
+    reply_text,
+    split_quantity,
+    unit_price,
+)
 from support import eventually
 
 DAY = 10.0
+# Every day a working day, all day: a business day is a calendar day of DAY seconds.
+DAY_CLOCK = Clock(DAY, wall_origin=0.0, calendar_origin=0.0, calendar=BusinessCalendar.every_day())
 
 
 def supplier(**setup: object) -> Supplier:
@@ -166,29 +177,45 @@ def test_faults_refuse_nonsense() -> None:
 
 def test_an_order_is_taken_once_per_po_however_often_it_is_submitted() -> None:
     acme = supplier(deliveries=2, delivery_gap_days=0.5)
-    first, created = acme.take_order(purchase_order(quantity=7), now=100.0, day_seconds=DAY)
-    again, created_again = acme.take_order(purchase_order(quantity=7), now=150.0, day_seconds=DAY)
+    first, created = acme.take_order(purchase_order(quantity=7), now=100.0, clock=DAY_CLOCK)
+    again, created_again = acme.take_order(purchase_order(quantity=7), now=150.0, clock=DAY_CLOCK)
     assert (created, created_again) == (True, False)
     assert again.ack == first.ack and again.submissions == 2 and len(acme.orders) == 1
     assert [(s.quantity, s.due_at) for s in first.shipments] == [(4, 120.0), (3, 125.0)]
     assert [(r.cause, r.due_at) for r in first.replies] == [("order", 110.0)]
 
 
+def test_reply_and_lead_times_are_business_days_on_the_site_calendar() -> None:
+    """Friday 2026-12-04 12:00, Monday 2026-12-07 a holiday: a reply due in one business day
+    comes Tuesday 12:00 (not Saturday), goods due in two business days Wednesday 12:00 and the
+    second delivery a business day later; the reply states the business days left."""
+    friday_noon = utc_instant("2026-12-04T12:00")
+    site = BusinessCalendar(holidays=(date(2026, 12, 7),))
+    clock = Clock(DAY, wall_origin=0.0, calendar_origin=friday_noon, calendar=site)
+    order, _ = supplier(deliveries=2, delivery_gap_days=1.0).take_order(purchase_order(), now=0.0, clock=clock)
+    assert [clock.date(r.due_at) for r in order.replies] == ["2026-12-08"]
+    assert [clock.date(s.due_at) for s in order.shipments] == ["2026-12-09", "2026-12-10"]
+    assert order.replies[0].due_at == pytest.approx(clock.site.to_wall(utc_instant("2026-12-08T12:00")))
+    assert "Expected delivery in 2.0 days in 2 shipments." in reply_text(
+        supplier(), order, "order", order.replies[0].due_at, clock
+    )
+
+
 def test_an_order_is_refused_on_conflict_wrong_supplier_or_unknown_sku() -> None:
     acme = supplier()
-    acme.take_order(purchase_order(), now=0.0, day_seconds=DAY)
+    acme.take_order(purchase_order(), now=0.0, clock=DAY_CLOCK)
     with pytest.raises(Conflict):
-        acme.take_order(purchase_order(quantity=11), now=0.0, day_seconds=DAY)
+        acme.take_order(purchase_order(quantity=11), now=0.0, clock=DAY_CLOCK)
     with pytest.raises(BadRequest):
-        acme.take_order(purchase_order(po_number="PO-2", supplier="bolt"), now=0.0, day_seconds=DAY)
+        acme.take_order(purchase_order(po_number="PO-2", supplier="bolt"), now=0.0, clock=DAY_CLOCK)
     with pytest.raises(NotFound):
-        acme.take_order(purchase_order(po_number="PO-3", sku="SKU-9"), now=0.0, day_seconds=DAY)
+        acme.take_order(purchase_order(po_number="PO-3", sku="SKU-9"), now=0.0, clock=DAY_CLOCK)
     assert list(acme.orders) == ["PO-1"] and acme.orders["PO-1"].submissions == 1
 
 
 def test_cancelling_stops_what_is_still_planned_and_is_idempotent() -> None:
     acme = supplier(deliveries=2)
-    order, _ = acme.take_order(purchase_order(), now=0.0, day_seconds=DAY)
+    order, _ = acme.take_order(purchase_order(), now=0.0, clock=DAY_CLOCK)
     order.shipments[0].status = "delivered"
     order.cancel("no longer needed", now=5.0)
     order.cancel("again", now=6.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -277,6 +278,50 @@ async def test_messages_wait_for_an_ingress_that_is_down(tmp_path: Path, names: 
     finally:
         if ingress is not None:
             await ingress.close()
+        assert await world.stop() == 0, world.log_text()
+
+
+async def test_reply_and_lead_times_are_counted_in_business_days_over_a_weekend_and_a_holiday(
+    tmp_path: Path, fake_ingress: FakeIngress, names: Names
+) -> None:
+    """The world's calendar starts at Friday 4 December 2026, 17:00, the close of business, on
+    a site working 09:00-17:00 whose Monday the 7th is a holiday: nothing works until Tuesday
+    09:00, so an order placed in that stretch gets its reply (half a business day)
+    on Tuesday 13:00, not over the weekend, and its goods (a business day and a half) on
+    Wednesday 13:00. Judged from the world's records: what it planned, and when it pushed."""
+    calendar = tmp_path / "site.calendar"
+    calendar.write_text("working_hours = 09:00-17:00\n2026-12-07\n")
+    # The calendar is at Friday's close when the world's clock starts (no wall origin: its own
+    # start); from there to Tuesday's opening (88 hours) lasts about 7 s, time to take the order.
+    day_seconds = 2.0
+    extra = {"WORLD_CALENDAR_FILE": str(calendar), "WORLD_CLOCK_CALENDAR_ORIGIN": "2026-12-04T17:00"}
+    world = await launch_world(tmp_path, ingress_url=fake_ingress.url, day_seconds=day_seconds, extra=extra)
+    try:
+        async with httpx.AsyncClient(base_url=world.url, timeout=5.0) as client:
+            admin = WorldAdmin(client)
+            await arrange(admin, names, reply_days=0.5, lead_days=1.5)
+            await HttpWorld(world.url, client).suppliers.place_order(order_for(names))
+            clock = await admin.ok("GET", "/admin/clock")
+            assert clock["calendar"]["holidays"] == ["2026-12-07"], clock
+
+            def on_calendar(wall: float) -> str:
+                at = clock["calendar_now"] + (wall - clock["now"]) * 86_400 / clock["day_seconds"]
+                return datetime.fromtimestamp(at, UTC).strftime("%a %Y-%m-%d %H:%M")
+
+            assert on_calendar(clock["now"]) < "Tue", f"the order was to be placed before Tuesday's opening: {clock}"
+            (order,) = await admin.orders(supplier=names.supplier)
+            assert [on_calendar(r["due_at"]) for r in order["replies"]] == ["Tue 2026-12-08 13:00"]
+            assert [on_calendar(s["due_at"]) for s in order["shipments"]] == ["Wed 2026-12-09 13:00"]
+
+            await deliveries(fake_ingress, names.sku, 2, "the reply and the goods")
+            # Pushed when due, on that day (an hour of the calendar lasts 83 ms here).
+            reply, goods = await admin.messages(names.sku)
+            assert (reply["event"], goods["event"]) == ("supplier-reply", "goods")
+            assert reply["created_at"] >= order["replies"][0]["due_at"], reply
+            assert on_calendar(reply["created_at"]).startswith("Tue 2026-12-08"), reply
+            assert goods["created_at"] >= order["shipments"][0]["due_at"], goods
+            assert on_calendar(goods["created_at"]).startswith("Wed 2026-12-09"), goods
+    finally:
         assert await world.stop() == 0, world.log_text()
 
 

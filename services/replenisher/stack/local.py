@@ -42,6 +42,7 @@ INBOUND_APP = "replenisher.inbound.app:app"
 SECRETS_FILE = "party-secrets.json"
 DOOR_KEY_FILE = "door-key"
 ONE_DAY_SECONDS = 86_400.0
+CALENDAR_FILE_SETTING = "REPLENISHER_CALENDAR_FILE"
 SERVICE_NAME = "replenisher"
 # What an operator may call a process on the command line, beside its recorded name.
 PROCESS_ALIASES = {"service": SERVICE_NAME, "restate": "restate-server"}
@@ -62,6 +63,11 @@ def clock_env(cfg: StackConfig) -> dict[str, str]:
         return {}
     calendar = cfg.clock_wall_origin if cfg.calendar_start is None else cfg.calendar_start
     return {"CLOCK_WALL_ORIGIN": repr(cfg.clock_wall_origin), "CLOCK_CALENDAR_ORIGIN": repr(calendar)}
+
+
+def site_calendar_file(cfg: StackConfig) -> str | None:
+    """The service's site calendar (`REPLENISHER_CALENDAR_FILE`, given to it or inherited), if any."""
+    return cfg.service_env.get(CALENDAR_FILE_SETTING) or os.environ.get(CALENDAR_FILE_SETTING) or None
 
 
 class StackConfig(BaseModel):
@@ -268,6 +274,8 @@ class Stack:
             "WORLD_INBOUND_URL": cfg.inbound_url,
             "WORLD_PARTY_SECRETS_FILE": secrets,
             **({"WORLD_INBOUND_CA_FILE": str(cfg.inbound_tls_cert)} if cfg.inbound_tls_cert else {}),
+            # The suppliers count business days on the site calendar the service counts its waits on.
+            **({"WORLD_CALENDAR_FILE": calendar_file} if (calendar_file := site_calendar_file(cfg)) else {}),
             **cfg.world_env,
         }
         clock = clock_env(cfg)

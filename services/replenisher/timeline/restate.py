@@ -46,6 +46,9 @@ from replenisher.timeline.model import Decision, Invocation, Waiting
 _TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 HEALTH_PROBE_SECONDS = 2.0  # how long the agents' deployment may take to answer its health check
 PATIENCE = 1.5  # seconds an ingress call may take before Restate is asked whether the service is down
+# An attempt still running this long after it started was answered by the service: a refused
+# one (connection refused, broken pipe) fails within milliseconds.
+ANSWERED_ATTEMPT_SECONDS = 1
 
 
 class OperatorError(Exception):
@@ -615,10 +618,16 @@ class RestateClient:
 
     async def answered_after(self, t: float) -> float | None:
         """The first sign after `t` that the service answered Restate: a journal command (only
-        the service writes those), an invocation the service completed, or the start of an
-        attempt that did not fail (the last attempt of an invocation that then suspended or
-        completed)."""
+        the service writes those), an invocation the service completed or suspended, or an
+        attempt in flight now that started after `t` and was not refused.
+
+        An attempt that resumes a run which only waits (the manager's answer, a supplier's
+        reply) replays its journal and writes nothing new, so its start would show nowhere but
+        in Restate's live record of the attempt; the run's next command may come days later.
+        Restate forgets when an attempt started once it suspends or completes: a suspension
+        (its time) is then the sign, until the run is woken again."""
         at = f"TIMESTAMP {literal(sql_time(t))}"
+        ours = "target_service_name IN ('SkuAgent', 'Replenish')"
         # Every command but the Input (Restate writes that one when it accepts the call).
         rows = await self.sql(
             "SELECT min(appended_at) AS t FROM sys_journal WHERE entry_type LIKE 'Command:%' "
@@ -627,13 +636,19 @@ class RestateClient:
         # A completion counts only when the service gave it (an invocation killed or cancelled
         # through the admin API completes too, with the service still down).
         rows += await self.sql(
-            "SELECT min(completed_at) AS t FROM sys_invocation WHERE completed_at > "
-            f"{at} AND completion_result = 'success' AND target_service_name IN ('SkuAgent', 'Replenish')"
+            f"SELECT min(completed_at) AS t FROM sys_invocation WHERE completed_at > {at} "
+            f"AND completion_result = 'success' AND {ours}"
         )
+        # The service suspends an invocation (Restate only passes the inactivity timeout on).
         rows += await self.sql(
-            "SELECT min(last_start_at) AS t FROM sys_invocation WHERE (status = 'suspended' OR "
-            f"(status = 'completed' AND completion_result = 'success')) AND last_start_at > {at} "
-            "AND target_service_name IN ('SkuAgent', 'Replenish')"
+            f"SELECT min(modified_at) AS t FROM sys_invocation WHERE status = 'suspended' AND modified_at > {at} "
+            f"AND {ours}"
+        )
+        # A refused attempt fails within milliseconds and backs off: one still running a moment
+        # after it started was answered.
+        rows += await self.sql(
+            f"SELECT min(last_start_at) AS t FROM sys_invocation WHERE status = 'running' AND last_start_at > {at} "
+            f"AND last_start_at < now() - INTERVAL '{ANSWERED_ATTEMPT_SECONDS} seconds' AND {ours}"
         )
         times = [v for r in rows if (v := epoch(r.get("t"))) is not None]
         return min(times) if times else None
