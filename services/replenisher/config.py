@@ -173,13 +173,6 @@ _ENV = {
 }
 
 
-def settings() -> Settings:
-    """This process's settings, as its composition root (`replenisher.wiring`) holds them."""
-    from replenisher.wiring import wiring
-
-    return wiring().settings
-
-
 def load_settings() -> Settings:
     """Read the settings from the environment now (the composition root does, once per process)."""
     raw: dict[str, object] = {field: os.environ[var] for field, var in _ENV.items() if os.environ.get(var)}

@@ -183,7 +183,7 @@ def test_claude_is_chosen_by_configuration(fresh_settings: pytest.MonkeyPatch) -
         budget_usd=0.25,
         skip_single=True,
     )
-    assert "sk-ant-from-env" not in repr(config.settings())
+    assert "sk-ant-from-env" not in repr(wiring.settings())
 
 
 def test_claude_without_a_key_stops_the_service_at_start(fresh_settings: pytest.MonkeyPatch) -> None:
@@ -199,7 +199,7 @@ def test_an_override_supplies_its_parts_and_the_rest_come_from_its_settings() ->
     settings = config.load_settings().model_copy(update={"world_url": "http://127.0.0.1:9"})
     with wiring.override(wiring.Wiring(settings, decider=decider)) as w:
         assert wiring.wiring() is w and w.decider is decider
-        assert config.settings() is settings  # every reader of the settings sees the override
+        assert wiring.settings() is settings  # every reader of the settings sees the override
         assert w.world.base_url == "http://127.0.0.1:9"  # type: ignore[attr-defined]
     assert wiring.wiring() is before
 

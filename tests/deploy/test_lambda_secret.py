@@ -181,7 +181,7 @@ START = """
 import sys
 sys.path.insert(0, ".")
 import replenisher.durable.lambda_handler  # the function's init
-from replenisher.config import settings
+from replenisher.wiring import settings
 s = settings()
 print(s.decider, s.anthropic_api_key.get_secret_value() if s.anthropic_api_key else None)
 print(s.door_key.get_secret_value().hex() if s.door_key else None)

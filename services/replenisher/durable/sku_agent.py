@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from restate import ObjectContext, ObjectSharedContext
 from restate.exceptions import TerminalError
 
-from replenisher.config import settings
 from replenisher.domain.documents import (
     EVENT_PAYLOADS,
     SKU_ID,
@@ -42,7 +41,7 @@ from replenisher.durable.steps import step, timed_step
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, describe, validated
 from replenisher.inbound.stamp import vouched_sender
-from replenisher.wiring import wiring
+from replenisher.wiring import settings, wiring
 
 sku_agent = restate.VirtualObject("SkuAgent")
 
