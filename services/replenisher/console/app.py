@@ -21,8 +21,8 @@ from urllib.parse import parse_qs, quote
 
 import httpx
 
+from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.asgi_body import BodyTooLarge, read_body
-from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.console import pages
 from replenisher.console.catalogue import ErpCatalogue
 from replenisher.console.inbox import (
