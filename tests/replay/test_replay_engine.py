@@ -17,8 +17,8 @@ from replenisher.domain.tools import Tool
 from replenisher.engines.memory import MemoryEngine
 from replenisher.engines.memory_world import DAY, SKU, Clock, Inbox, MemoryWorld, SupplierSpec
 from replenisher.loop import RunRequest, replenish
+from replenisher.loop.archiving import Archiving, MemorySink
 from replenisher.replay.core import replay
-from replenisher.replay.recording import Archiving, MemorySink
 
 
 async def recorded_run(**specs: SupplierSpec) -> tuple[MemorySink, MemoryWorld]:

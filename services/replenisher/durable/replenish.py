@@ -27,8 +27,8 @@ from replenisher.durable.engine import RestateEngine
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, validated
 from replenisher.loop import names
+from replenisher.loop.archiving import Archiving
 from replenisher.loop.request import AdoptedOrder, CurrentWait, Envelope, RunRequest
-from replenisher.replay.recording import Archiving
 
 __all__ = ["AdoptedOrder", "CurrentWait", "Envelope", "Message", "RunRequest", "RunView", "replenish"]
 

@@ -33,9 +33,9 @@ from replenisher.domain.tools import TOOLS, Tool, Wait
 from replenisher.domain.turns import Ask
 from replenisher.engines.memory_world import DAY, SKU, Clock, Inbox, MemoryWorld
 from replenisher.loop import Effect, RunRequest, StepFailed, replenish
+from replenisher.loop.archiving import Archiving, MemorySink
 from replenisher.loop.engine import ask_decider
 from replenisher.loop.request import CurrentWait
-from replenisher.replay.recording import Archiving, MemorySink
 
 T = TypeVar("T", bound=BaseModel)
 WAITS_BY_EVENT: dict[str, Wait[Any]] = {t.event: t for t in TOOLS if isinstance(t, Wait)}

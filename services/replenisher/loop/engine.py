@@ -36,7 +36,7 @@ them and must not make up its own.
 - `finish(result)`: hand the outcome on (to the SKU); the last thing a run does.
 
 A run's archive, for `replenisher replay`, is not an engine's business: wrapping any engine in
-`replenisher.replay.recording.Archiving` notes every answer it gives the loop, and the replay
+`replenisher.loop.archiving.Archiving` notes every answer it gives the loop, and the replay
 engine (`replenisher.replay.engine`) serves them back to the same loop.
 
 Attributes: `run_id` (the run's id, e.g. `replenish-SKU-1`) and `code` (the code version
