@@ -720,7 +720,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "watch":
             cmd.add_argument("--every", type=float, metavar="DAYS", help="business days between checks")
 
-    from replenisher.replay.command import add_parser as add_replay
+    from replenisher.replay_command import add_parser as add_replay
 
     add_replay(sub, common)
 
@@ -798,7 +798,7 @@ def _main(argv: Iterable[str] | None) -> int:
     if args.command == "console":
         return run_console(args)
     if args.command == "replay":
-        from replenisher.replay.command import run as run_replay
+        from replenisher.replay_command import run as run_replay
 
         return run_replay(args, admin_url(args))
     try:

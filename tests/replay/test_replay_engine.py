@@ -88,7 +88,7 @@ async def test_the_first_divergence_names_the_turn_both_choices_and_both_reasons
 
 
 async def test_the_side_by_side_timeline_marks_the_turn_where_the_replay_parts() -> None:
-    from replenisher.replay.command import side_by_side
+    from replenisher.replay_command import side_by_side
 
     sink, _ = await recorded_run(acme=SupplierSpec(price=4.0))
     archive = sink.archive
