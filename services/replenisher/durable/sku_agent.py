@@ -4,6 +4,9 @@ It checks stock (on demand and on its own durable timer), starts at most one
 replenishment at a time without ever blocking on it, is the SKU's single address for
 the manager, suppliers and warehouse, and keeps the outcomes. Handlers are exclusive
 per SKU, so any number of racing checks start one replenishment.
+
+Its runs start through `runs`; an order a run left unresolved is settled by `reconcile`;
+what it says to its runs and they to it is in `contracts`.
 """
 
 from __future__ import annotations
@@ -21,29 +24,25 @@ from replenisher.domain.documents import (
     SKU_ID,
     EventKind,
     GoodsReceipt,
-    OrderAck,
     Sender,
     StockLevel,
 )
 from replenisher.domain.outcomes import ReplenishmentResult
-from replenisher.domain.ports import MALFORMED
 from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted_payload
-from replenisher.domain.security_log import supplier_source
 from replenisher.domain.sku import SkuRecord
-from replenisher.domain.tools.vetting import ack_mismatches
 from replenisher.domain.waits import WaitOverrides
 from replenisher.durable.clock import Timed, journaled_time
-from replenisher.durable.probes import crash_point, hold_point
-from replenisher.durable.replenish import AdoptedOrder, Message, RunRequest
-from replenisher.durable.replenish import deliver as deliver_to_run
-from replenisher.durable.replenish import run as replenish_run
+from replenisher.durable.contracts import DELIVER_TO_RUN, SKU_AGENT, Message, RoutedArrival, RoutedQuery
+from replenisher.durable.probes import crash_point
+from replenisher.durable.reconcile import reconcilable, reconcile
+from replenisher.durable.runs import start_run
 from replenisher.durable.steps import step, timed_step
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, describe, validated
 from replenisher.inbound.stamp import vouched_sender
 from replenisher.wiring import settings, wiring
 
-sku_agent = restate.VirtualObject("SkuAgent")
+sku_agent = restate.VirtualObject(SKU_AGENT)
 
 RECORD = "record"
 
@@ -102,16 +101,6 @@ class ReconcileTick(BaseModel):
     run_id: str
 
 
-class RoutedQuery(BaseModel):
-    run_id: str
-    event: EventKind
-    seq: int = Field(ge=0)
-
-
-class RoutedArrival(BaseModel):
-    arrived_at: float | None = Field(description="when the message reached the SKU's address; None: it has not")
-
-
 def sku_key(ctx: ObjectContext) -> str:
     """The agent's key, which must be a SKU id (`Sku`), else a 400 before anything is asked of
     the ERP: a key of `..` made the stock read's URL `/erp/` instead of `/erp/stock/..`."""
@@ -146,100 +135,6 @@ async def read_stock(ctx: ObjectContext) -> Timed[StockLevel]:
         raise TerminalError(f"could not read stock of {ctx.key()!r} from the ERP: {e.message}", status_code=503) from e
 
 
-def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedOrder | None = None) -> RunRequest:
-    return RunRequest(
-        stock=stock,
-        day_seconds=settings().day_seconds,
-        waits=settings().waits.overridden(record.waits),
-        calendar=settings().calendar,
-        origin=settings().clock.origin,
-        approval_policy=settings().approval_policy,
-        memory=record.memory.brief(at, settings().day_seconds),
-        decider_terms=wiring().decider_terms(),
-        adopt=adopt,
-        started_at=at,
-    )
-
-
-async def fixed_request(
-    ctx: ObjectContext, record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedOrder | None = None
-) -> RunRequest:
-    """The run's request, as a journaled step.
-
-    It carries this process's settings (waits, calendar, clock origin, decider terms). Restate
-    compares a replayed send with the journal's, so a SKU handler replayed on a service
-    restarted with other settings would otherwise be refused as non-deterministic, and paused:
-    the SKU wedged, its messages queued behind it. Journaled, the replay sends what was sent.
-    """
-
-    async def build() -> RunRequest:
-        return run_request(record, stock, at, adopt)
-
-    return await ctx.run_typed("run request", build, restate.RunOptions(type_hint=RunRequest))
-
-
-class OrderLookup(BaseModel):
-    ack: OrderAck | None
-
-
-def reconcilable(record: SkuRecord) -> bool:
-    """Whether `reconcile` has an order to look up (and so journals steps of its own)."""
-    unresolved = record.unresolved
-    return unresolved is not None and unresolved.po is not None and record.active is None
-
-
-async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) -> str | None:
-    """Settle a run that ended with an order that may exist, by asking the supplier about its PO.
-
-    Found: a new run follows the order up (its id is returned). Not found: the old run's
-    outcome becomes gave_up and buying may start again. Supplier still away, or its answer
-    differs from the PO (a security event on the record): next check.
-    """
-    if not reconcilable(record):
-        return None
-    unresolved = record.unresolved
-    assert unresolved is not None and unresolved.po is not None
-    po = unresolved.po
-
-    async def look_up() -> OrderLookup:
-        return OrderLookup(ack=await wiring().world.suppliers.find_order(po.supplier, po.po_number))
-
-    try:
-        lookup = await step(ctx, f"reconcile {po.po_number}", OrderLookup, look_up)
-    except TerminalError as e:
-        if MALFORMED in e.message:
-            at = await journaled_time(ctx)
-            record.security.record(
-                supplier_source(po.supplier), f"reconcile: {e.message}", at, run_id=unresolved.run_id
-            )
-        return None
-    if lookup.ack is None:
-        record.settle_unresolved("gave_up", f"reconciled: {po.supplier} holds no order for {po.po_number}")
-        return None
-    # Kill points for the crash matrix: the lookup is journaled, the follow-up not yet sent / just sent.
-    crash_point(ctx.key(), "adopt", "before")
-    await hold_point(ctx.key(), "adopt", "before")
-    now = await journaled_time(ctx)
-    wrong = ack_mismatches(po, lookup.ack)
-    if wrong:
-        # Not the order we placed, or not what the supplier should say about it: nothing is
-        # adopted (no follow-up run, no new buying); the manager sees why on the SKU's record,
-        # and the next check asks again.
-        event = f"reconcile: the supplier's answer about {po.po_number} differs from the PO: {'; '.join(wrong)}"
-        record.security.record(supplier_source(po.supplier), event, now, run_id=unresolved.run_id)
-        return None
-    run, routed = record.follow_up(now)
-    adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id, progress=unresolved.progress)
-    ctx.workflow_send(replenish_run, run.run_id, await fixed_request(ctx, record, stock, now, adopt))
-    for message in routed:
-        forwarded = Message(
-            event=message.event, seq=message.seq, payload=message.payload, sender=message.sender, arrived_at=message.at
-        )
-        ctx.workflow_send(deliver_to_run, run.run_id, forwarded)
-    crash_point(ctx.key(), "adopt", "after")
-    return run.run_id
-
-
 async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
     """Read the stock and consider it; the check's time is then `record.last_check.at`."""
     read = await read_stock(ctx)
@@ -252,7 +147,7 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
     started = record.consider(stock, now)
     if started is not None:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
-        ctx.workflow_send(replenish_run, started.run_id, await fixed_request(ctx, record, stock, now))
+        await start_run(ctx, started.run_id, record, stock, now)
     started = started or (record.active if following_up else None)
     return CheckResult(
         sku=record.sku,
@@ -370,7 +265,7 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
     if routed is not None:
         assert record.active is not None
         message = Message(event=routed.event, seq=routed.seq, payload=payload, sender=sender, arrived_at=arrived_at)
-        ctx.workflow_send(deliver_to_run, record.active.run_id, message)
+        DELIVER_TO_RUN.send(ctx, record.active.run_id, message)
     ctx.set(RECORD, record)
     return Delivered(
         sku=record.sku,
