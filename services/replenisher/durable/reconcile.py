@@ -23,6 +23,7 @@ from replenisher.durable.contracts import DELIVER_TO_RUN, AdoptedOrder, Message
 from replenisher.durable.probes import crash_point, hold_point
 from replenisher.durable.runs import start_run
 from replenisher.durable.steps import step
+from replenisher.loop import names
 from replenisher.wiring import wiring
 
 
@@ -53,7 +54,7 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
         return OrderLookup(ack=await wiring().world.suppliers.find_order(po.supplier, po.po_number))
 
     try:
-        lookup = await step(ctx, f"reconcile {po.po_number}", OrderLookup, look_up)
+        lookup = await step(ctx, names.reconcile(po.po_number), OrderLookup, look_up)
     except TerminalError as e:
         if MALFORMED in e.message:
             at = await journaled_time(ctx)
@@ -65,8 +66,8 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
         record.settle_unresolved("gave_up", f"reconciled: {po.supplier} holds no order for {po.po_number}")
         return None
     # Kill points for the crash matrix: the lookup is journaled, the follow-up not yet sent / just sent.
-    crash_point(ctx.key(), "adopt", "before")
-    await hold_point(ctx.key(), "adopt", "before")
+    crash_point(ctx.key(), names.ADOPT, "before")
+    await hold_point(ctx.key(), names.ADOPT, "before")
     now = await journaled_time(ctx)
     wrong = ack_mismatches(po, lookup.ack)
     if wrong:
@@ -84,5 +85,5 @@ async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) ->
             event=message.event, seq=message.seq, payload=message.payload, sender=message.sender, arrived_at=message.at
         )
         DELIVER_TO_RUN.send(ctx, run.run_id, forwarded)
-    crash_point(ctx.key(), "adopt", "after")
+    crash_point(ctx.key(), names.ADOPT, "after")
     return run.run_id

@@ -13,6 +13,7 @@ from restate import ObjectContext
 from replenisher.domain.documents import StockLevel
 from replenisher.domain.sku import SkuRecord
 from replenisher.durable.contracts import START_RUN, AdoptedOrder, RunRequest
+from replenisher.loop import names
 from replenisher.wiring import settings, wiring
 
 
@@ -45,7 +46,7 @@ async def fixed_request(
     async def build() -> RunRequest:
         return run_request(record, stock, at, adopt)
 
-    return await ctx.run_typed("run request", build, restate.RunOptions(type_hint=RunRequest))
+    return await ctx.run_typed(names.RUN_REQUEST, build, restate.RunOptions(type_hint=RunRequest))
 
 
 async def start_run(

@@ -40,11 +40,12 @@ from replenisher.durable.steps import step, timed_step
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, describe, validated
 from replenisher.inbound.stamp import vouched_sender
+from replenisher.loop import names
 from replenisher.wiring import settings, wiring
 
 sku_agent = restate.VirtualObject(SKU_AGENT)
 
-RECORD = "record"
+RECORD = names.SKU_RECORD
 
 
 class Delivery(BaseModel):
@@ -128,7 +129,7 @@ async def load_or_create(ctx: ObjectContext) -> SkuRecord:
 async def read_stock(ctx: ObjectContext) -> Timed[StockLevel]:
     """The ERP's stock level, journaled with the clock as it was read: the check's time."""
     try:
-        return await timed_step(ctx, "read stock", StockLevel, wiring().world.erp.get_stock, ctx.key())
+        return await timed_step(ctx, names.READ_STOCK, StockLevel, wiring().world.erp.get_stock, ctx.key())
     except TerminalError as e:
         if e.status_code == 404:
             raise TerminalError(f"unknown SKU {ctx.key()!r}: the ERP does not stock it", status_code=404) from e
@@ -217,11 +218,11 @@ async def tick(ctx: ObjectContext, request: Tick) -> None:
         checked_at = record.last_check.at if record.last_check else None
     except TerminalError as e:
         # The ERP being away must not stop the watch: note it and try at the next tick.
-        ctx.set("last_check_error", e.message)
+        ctx.set(names.LAST_CHECK_ERROR, e.message)
     await schedule_tick(ctx, record, now=checked_at)
     # For the tests: this attempt's sends (the run it started, the next tick) are in Restate's
     # journal, and the tick is not done.
-    crash_point(ctx.key(), "next check", "after")
+    crash_point(ctx.key(), names.NEXT_CHECK, "after")
     ctx.set(RECORD, record)
 
 
@@ -295,7 +296,7 @@ async def booked_receipt(
         return ReceiptLookup(booked=await wiring().world.erp.find_receipt(claimed.receipt_id))
 
     try:
-        lookup = await step(ctx, f"look up receipt {claimed.receipt_id}", ReceiptLookup, look_up)
+        lookup = await step(ctx, names.receipt_lookup(claimed.receipt_id), ReceiptLookup, look_up)
     except TerminalError as e:
         raise TerminalError(f"could not check goods receipt with the ERP: {e.message}", status_code=503) from e
     refusal = receipt_refusal(claimed, lookup.booked, ctx.key())
@@ -352,7 +353,7 @@ async def reconcile_due(ctx: ObjectContext, tick: ReconcileTick) -> None:
     try:
         stock = (await read_stock(ctx)).value
     except TerminalError as e:
-        ctx.set("last_check_error", e.message)  # the ERP is away: the lookup waits for the next attempt
+        ctx.set(names.LAST_CHECK_ERROR, e.message)  # the ERP is away: the lookup waits for the next attempt
     else:
         await reconcile(ctx, record, stock)
     await schedule_reconcile(ctx, record)

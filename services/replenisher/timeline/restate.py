@@ -501,7 +501,7 @@ class RestateClient:
     async def stored_sku_record(self, sku: str) -> SkuRecord:
         sku = valid_sku(sku)
         rows = await self.sql(
-            "SELECT value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = 'record' "
+            f"SELECT value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = {literal(names.SKU_RECORD)} "
             f"AND service_key = {literal(sku)}"
         )
         if not rows or not rows[0].get("value_utf8"):
@@ -531,7 +531,8 @@ class RestateClient:
 
     async def sku_records(self) -> list[SkuRecord]:
         rows = await self.sql(
-            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = 'record'"
+            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'SkuAgent' "
+            f"AND key = {literal(names.SKU_RECORD)}"
         )
         records = [SkuRecord.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")]
         return sorted(records, key=lambda r: r.sku)
@@ -541,8 +542,8 @@ class RestateClient:
             return []
         keys = ", ".join(literal(valid_sku(s)) for s in skus)
         rows = await self.sql(
-            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = 'record' "
-            f"AND service_key IN ({keys})"
+            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'SkuAgent' "
+            f"AND key = {literal(names.SKU_RECORD)} AND service_key IN ({keys})"
         )
         return [SkuRecord.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")]
 
