@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.costs import CostLedger
 from replenisher.domain.documents import EVENT_PAYLOADS
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuRecord, split_run_id
 from replenisher.loop.request import describe
 from replenisher.timeline.format import clock, duration, security_entry, security_tally, shorten
 from replenisher.timeline.model import decision_from_approval
@@ -451,7 +451,7 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
             else:
                 doing = "-"
             last = r.last_outcome
-            last_text = f"run {last.run_id.rsplit('-', 1)[-1]} {last.outcome}: {last.detail}" if last else "-"
+            last_text = f"run {split_run_id(last.run_id)[1]} {last.outcome}: {last.detail}" if last else "-"
             out.append(
                 (
                     r.sku,

@@ -667,19 +667,19 @@ def channel_of(sender: Any) -> str | None:
 def decision_of(key: str, value: Any) -> Decision | None:
     """An approval message as a Decision. The message is the payload itself, or (once the
     sender is recorded) an envelope with `payload`, `sender` and `arrived_at`."""
+    promise = names.parse_promise(key)
     try:
-        n = int(key.rsplit("-", 1)[1])
         body = json.loads(value) if isinstance(value, str) else value
-    except (ValueError, IndexError, TypeError):
+    except (ValueError, TypeError):
         return None
-    if not isinstance(body, dict):
+    if promise is None or not isinstance(body, dict):
         return None
     payload = body.get("payload") if isinstance(body.get("payload"), dict) else body
     channel = channel_of(body.get("sender"))
     up_to = payload.get("up_to")
     arrived = body.get("arrived_at")
     return Decision(
-        round=n,
+        round=promise.seq,
         po_number=str(payload["po_number"]) if payload.get("po_number") else None,
         approved=payload["approved"] if isinstance(payload.get("approved"), bool) else None,
         up_to=float(up_to) if isinstance(up_to, int | float) else None,
