@@ -20,6 +20,7 @@ from replenisher.timeline.build import JOURNAL_GONE, STATE_GONE, build_timeline
 from replenisher.timeline.html import render_html
 from replenisher.timeline.journal import invocation, journal_entries, transient_failures
 from replenisher.timeline.model import Timeline
+from replenisher.timeline.restate import decision_of
 from replenisher.timeline.text import render_text
 
 T0 = 1_800_000_000.0
@@ -532,3 +533,13 @@ def test_timelines_show_the_security_total_what_was_collapsed_and_dropped_and_th
         assert "supplier:rival (6 times, first 2027-01-15 08:01:40 UTC): reply about" in shown
     lines = [line for line in text.splitlines() if line.startswith("security: 2027")]
     assert len(lines) == 10 and "supplier:acme" in lines[0], "the latest ten, newest first"
+
+
+def test_an_approval_promise_reads_back_as_its_round_and_a_key_that_names_none_as_nothing() -> None:
+    payload = {"po_number": "PO-1", "approved": True, "by": "m"}
+    value = json.dumps({"payload": payload, "sender": {"party": "manager"}, "arrived_at": 5.0})
+    decision = decision_of(names.message_promise("approval", 3), value)
+    assert decision is not None
+    assert (decision.round, decision.po_number, decision.approved, decision.at) == (3, "PO-1", True, 5.0)
+    assert decision_of("approval-x", value) is None
+    assert decision_of(names.message_promise("approval", 3), "not json") is None
