@@ -19,8 +19,8 @@ from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import NoArgs
 from replenisher.domain.tools.supplier import ReadSupplierReply
-from replenisher.engines.memory import run_in_memory
-from replenisher.engines.memory_world import START, Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.in_memory.engine import run_in_memory
+from replenisher.in_memory.world import START, Clock, Inbox, MemoryWorld, SupplierSpec
 
 SUPPLIERS = {"acme": SupplierSpec(price=4.0), "bolt": SupplierSpec(price=5.0)}
 POISON = (

@@ -14,8 +14,8 @@ from replenisher.domain.documents import StockLevel
 from replenisher.domain.policy import OfflinePolicy, choose
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
-from replenisher.engines.memory import MemoryEngine
-from replenisher.engines.memory_world import DAY, SKU, Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.in_memory.engine import MemoryEngine
+from replenisher.in_memory.world import DAY, SKU, Clock, Inbox, MemoryWorld, SupplierSpec
 from replenisher.loop import RunRequest, replenish
 from replenisher.loop.archiving import Archiving, MemorySink
 from replenisher.replay.core import replay

@@ -21,7 +21,7 @@ from replenisher.domain.sku import parse_run_id
 from replenisher.domain.state import State
 from replenisher.durable.archive import RestateArchiveSink
 from replenisher.durable.contracts import REPLENISH, SKU_STATUS, Message
-from replenisher.durable.engine import RestateEngine
+from replenisher.durable.restate_engine import RestateEngine
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, validated
 from replenisher.loop import names

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from replenisher.domain.archive import RunArchive
-from replenisher.replay.engine import ReplayReport
+from replenisher.replay.playback import ReplayReport
 from replenisher.timeline.format import clock, shorten
 from replenisher.timeline.html import LABEL, ROW, STYLE, TOP, WIDTH, Scale, axis_marks, row_open
 from replenisher.timeline.ticks import day_ticks

@@ -32,7 +32,7 @@ from replenisher.domain.sku import run_id_of
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Tool, Wait
 from replenisher.domain.turns import Ask
-from replenisher.engines.memory_world import DAY, SKU, Clock, Inbox, MemoryWorld
+from replenisher.in_memory.world import DAY, SKU, Clock, Inbox, MemoryWorld
 from replenisher.loop import Effect, RunRequest, StepFailed, replenish
 from replenisher.loop.archiving import Archiving, MemorySink
 from replenisher.loop.engine import ask_decider
