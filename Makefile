@@ -160,9 +160,11 @@ screenshots: setup test-deps
 status: $(INSTALLED)
 	$(BIN)/python -m replenisher.stack status $(STACK_ARGS)
 
+# ruff, then the package's import contracts (pyproject.toml: layers, the domain, no cycles).
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 # The peers (Temporal, DBOS) and the measuring tools come from the `bench` extra; DBOS needs
 # PostgreSQL's server binaries, installed from Debian's packages when missing (as root or with sudo).
