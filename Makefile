@@ -173,9 +173,11 @@ status: $(INSTALLED)
 docs: $(INSTALLED)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
+# ruff, then the package's import contracts (pyproject.toml: layers, the domain, no cycles).
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 # The peers (Temporal, DBOS) and the measuring tools come from the `bench` extra; DBOS needs
 # PostgreSQL's server binaries, installed from Debian's packages when missing (as root or with sudo).

@@ -36,7 +36,7 @@ import httpx
 
 from bench.own_stack import OwnStack, start_own_stack
 from bench.soak_audit import Evidence, audit
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuRecord, run_id_of
 from replenisher.stack.admin import sql
 
 DAY_SECONDS = 0.1
@@ -192,7 +192,7 @@ def gather_evidence(stack: OwnStack, client: httpx.Client, skus: list[str]) -> E
             found[sku] = read_record(client, ingress, sku)
         except LookupError as e:
             unreadable[sku] = str(e)
-    run_ids = [f"replenish-{sku}-{n}" for sku, r in found.items() for n in range(1, r.runs_started + 1)]
+    run_ids = [run_id_of(sku, n) for sku, r in found.items() for n in range(1, r.runs_started + 1)]
     runs = asyncio.run(read_runs(ingress, run_ids, unreadable))
     run_rows = sql(
         admin,

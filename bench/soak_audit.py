@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuRecord, run_id_of
 
 JSON = dict[str, Any]
 
@@ -37,7 +37,7 @@ WAIT_GRACE_SECONDS = 10.0
 """How far past its deadline a wait may still be pending: the timer fires at the deadline; this
 covers a loaded machine, never a run Restate forgot."""
 
-_PO = re.compile(r"^PO-(?P<run>.+)-(?P<revision>\d+)$")
+_PO = re.compile(r"^PO-(?P<sku>.+)-(?P<number>\d+)-(?P<revision>\d+)$")
 
 
 @dataclass
@@ -90,7 +90,7 @@ class Verdict:
 def run_of_po(po_number: str) -> str | None:
     """`PO-<SKU>-<n>-<revision>` was drafted by run `replenish-<SKU>-<n>`."""
     match = _PO.match(po_number)
-    return f"replenish-{match['run']}" if match else None
+    return run_id_of(match["sku"], int(match["number"])) if match else None
 
 
 def fingerprint(event: str, payload: JSON) -> str:
@@ -144,7 +144,7 @@ def _audit_skus_and_runs(evidence: Evidence, verdict: Verdict) -> None:
         active = record.active.run_id if record.active else None
         ended = 0
         for n in range(1, record.runs_started + 1):
-            run_id = f"replenish-{sku}-{n}"
+            run_id = run_id_of(sku, n)
             known_runs.add(run_id)
             view = evidence.runs.get(run_id)
             invocation = evidence.run_invocations.get(run_id, {})

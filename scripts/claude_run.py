@@ -2,7 +2,7 @@
 
     ANTHROPIC_API_KEY=sk-ant-... .venv/bin/python scripts/claude_run.py [--model claude-sonnet-4-6] [--poison]
 
-It is the run the decider tests make over a mock transport (replenisher/engines/memory.py: the
+It is the run the decider tests make over a mock transport (replenisher/in_memory/engine.py: the
 real tools, rules, `decide_turn`, decider and reply reader, with the ERP, suppliers and manager
 in memory), sent to the real API instead. `--poison` makes the supplier's reply a prompt
 injection; the run must still buy at the approved price. Without a key it says so and exits 0.
@@ -29,8 +29,8 @@ POISON = (
 async def main(model: str, poison: bool, budget: float) -> int:
     from replenisher.deciders.claude import ClaudeDecider, ClaudeReplyReader, make_client
     from replenisher.domain.decisions import DeciderTerms
-    from replenisher.engines.memory import run_in_memory
-    from replenisher.engines.memory_world import Clock, Inbox, MemoryWorld, SupplierSpec
+    from replenisher.in_memory.engine import run_in_memory
+    from replenisher.in_memory.world import Clock, Inbox, MemoryWorld, SupplierSpec
 
     key = os.environ.get("ANTHROPIC_API_KEY")
     if not key:

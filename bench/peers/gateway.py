@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from replenisher.adapters.world import HttpWorld
 from replenisher.domain.documents import EVENT_PAYLOADS, EventKind, StockLevel
 from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.sku import run_id_of
 
 
 class PeerEngine(Protocol):
@@ -57,7 +58,7 @@ class Gateway:
         if stock.on_hand < stock.safety_stock and sku not in self.active:
             n = self.runs_started.get(sku, 0) + 1
             self.runs_started[sku] = n
-            started = f"replenish-{sku}-{n}"
+            started = run_id_of(sku, n)
             self.active[sku] = started
             await self.engine.start_replenish(started, stock)
         return web.json_response(

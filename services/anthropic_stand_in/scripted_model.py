@@ -26,7 +26,7 @@ from typing import Any
 
 from replenisher.deciders.prompt import QUOTE_IDS
 from replenisher.domain.costs import cache_minimum_tokens
-from replenisher.domain.tools.supplier import extract_reply_facts
+from replenisher.domain.extraction import extract_reply_facts
 from replenisher.domain.untrusted import undatamark
 
 MODEL_ID = "claude-sonnet-4-6"

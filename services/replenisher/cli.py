@@ -26,10 +26,10 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
-from replenisher.config import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
+from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.costs import CostLedger
 from replenisher.domain.documents import EVENT_PAYLOADS
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuRecord, split_run_id
 from replenisher.loop.request import describe
 from replenisher.timeline.format import clock, duration, security_entry, security_tally, shorten
 from replenisher.timeline.model import decision_from_approval
@@ -451,7 +451,7 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
             else:
                 doing = "-"
             last = r.last_outcome
-            last_text = f"run {last.run_id.rsplit('-', 1)[-1]} {last.outcome}: {last.detail}" if last else "-"
+            last_text = f"run {split_run_id(last.run_id)[1]} {last.outcome}: {last.detail}" if last else "-"
             out.append(
                 (
                     r.sku,
@@ -720,7 +720,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "watch":
             cmd.add_argument("--every", type=float, metavar="DAYS", help="business days between checks")
 
-    from replenisher.replay.command import add_parser as add_replay
+    from replenisher.replay_command import add_parser as add_replay
 
     add_replay(sub, common)
 
@@ -798,7 +798,7 @@ def _main(argv: Iterable[str] | None) -> int:
     if args.command == "console":
         return run_console(args)
     if args.command == "replay":
-        from replenisher.replay.command import run as run_replay
+        from replenisher.replay_command import run as run_replay
 
         return run_replay(args, admin_url(args))
     try:

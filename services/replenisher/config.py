@@ -18,14 +18,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretBytes, SecretStr, ValidationError, field_validator
 
+from replenisher.addresses import DEFAULT_WORLD_URL
 from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, Instant, load_calendar
 from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.waits import WaitDays
 from replenisher.inbound.stamp import DoorKeyError, load_door_key
 
-DEFAULT_INGRESS_URL = "http://127.0.0.1:8080"
-DEFAULT_ADMIN_URL = "http://127.0.0.1:9070"
-DEFAULT_WORLD_URL = "http://127.0.0.1:9100"
 # A 32-byte Ed25519 public key in base58, as restate-server logs it when it loads its private key.
 _PUBLIC_KEY = re.compile(r"publickeyv1_[1-9A-HJ-NP-Za-km-z]{32,44}")
 # Without a configured origin a compressed clock starts at this process's start (the world
@@ -171,13 +169,6 @@ _ENV = {
     "claude_output_usd_per_mtok": "REPLENISHER_CLAUDE_OUTPUT_USD_PER_MTOK",
     "model_spool_dir": "REPLENISHER_MODEL_SPOOL_DIR",
 }
-
-
-def settings() -> Settings:
-    """This process's settings, as its composition root (`replenisher.wiring`) holds them."""
-    from replenisher.wiring import wiring
-
-    return wiring().settings
 
 
 def load_settings() -> Settings:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuRecord, split_run_id
 
 
 class WorldCall(BaseModel):
@@ -123,7 +123,7 @@ class FaultedRun:
 
     @property
     def number(self) -> int:
-        return int(self.run_id.rsplit("-", 1)[1])
+        return int(split_run_id(self.run_id)[1])
 
 
 def faulted_run(tally: FaultTally, records: dict[str, SkuRecord]) -> FaultedRun | None:

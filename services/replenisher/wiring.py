@@ -223,6 +223,11 @@ def wiring() -> Wiring:
     return _current
 
 
+def settings() -> Settings:
+    """This process's settings, as its wiring holds them (an `override` included)."""
+    return wiring().settings
+
+
 @contextmanager
 def override(replacement: Wiring | None = None) -> Iterator[Wiring]:
     """Use `replacement` (default: a fresh `Wiring()`, read from the environment as it is now) inside the block."""

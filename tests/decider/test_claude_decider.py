@@ -20,8 +20,8 @@ from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME
 from replenisher.domain.turns import decide_turn
 from replenisher.domain.untrusted import DATAMARK
-from replenisher.engines.memory import ask_with_retries, run_in_memory
-from replenisher.engines.memory_world import Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.in_memory.engine import ask_with_retries, run_in_memory
+from replenisher.in_memory.world import Clock, Inbox, MemoryWorld, SupplierSpec
 
 SUPPLIERS = {"acme": SupplierSpec(price=4.0), "bolt": SupplierSpec(price=5.0)}
 CLAUDE_TERMS = DeciderTerms(asks_per_turn=3, budget_usd=5.0)

@@ -19,8 +19,8 @@ from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import NoArgs
 from replenisher.domain.tools.supplier import ReadSupplierReply
-from replenisher.engines.memory import run_in_memory
-from replenisher.engines.memory_world import START, Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.in_memory.engine import run_in_memory
+from replenisher.in_memory.world import START, Clock, Inbox, MemoryWorld, SupplierSpec
 
 SUPPLIERS = {"acme": SupplierSpec(price=4.0), "bolt": SupplierSpec(price=5.0)}
 POISON = (
@@ -183,7 +183,7 @@ def test_claude_is_chosen_by_configuration(fresh_settings: pytest.MonkeyPatch) -
         budget_usd=0.25,
         skip_single=True,
     )
-    assert "sk-ant-from-env" not in repr(config.settings())
+    assert "sk-ant-from-env" not in repr(wiring.settings())
 
 
 def test_claude_without_a_key_stops_the_service_at_start(fresh_settings: pytest.MonkeyPatch) -> None:
@@ -199,7 +199,7 @@ def test_an_override_supplies_its_parts_and_the_rest_come_from_its_settings() ->
     settings = config.load_settings().model_copy(update={"world_url": "http://127.0.0.1:9"})
     with wiring.override(wiring.Wiring(settings, decider=decider)) as w:
         assert wiring.wiring() is w and w.decider is decider
-        assert config.settings() is settings  # every reader of the settings sees the override
+        assert wiring.settings() is settings  # every reader of the settings sees the override
         assert w.world.base_url == "http://127.0.0.1:9"  # type: ignore[attr-defined]
     assert wiring.wiring() is before
 

@@ -241,7 +241,7 @@ import os, sys
 sys.path.insert(0, ".")
 sys.path.append(os.environ["TEST_LAMBDA_RUNTIME"])  # Lambda's /var/runtime: boto3 and what it needs
 import replenisher.durable.lambda_handler  # the function's init
-from replenisher.config import settings
+from replenisher.wiring import settings
 s = settings()
 print(s.decider, s.anthropic_api_key.get_secret_value() if s.anthropic_api_key else None)
 print(s.door_key.get_secret_value().hex() if s.door_key else None)

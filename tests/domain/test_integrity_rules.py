@@ -11,6 +11,7 @@ from tests.domain.factories import DAY, T0, ack, goods, new_state, quote, stock
 from tests.domain.test_policy import drive, results
 from tests.domain.test_tools import NO, allowed, approved, drafted, ordered
 
+from replenisher.domain.extraction import extract_reply_facts
 from replenisher.domain.outcomes import result_of
 from replenisher.domain.policy import choose
 from replenisher.domain.sku import SkuRecord, reconcile_delay_days
@@ -20,7 +21,7 @@ from replenisher.domain.tools.goods import WaitForGoods
 from replenisher.domain.tools.limits import MAX_TURNS
 from replenisher.domain.tools.ordering import PlaceOrder, PlaceOrderResult
 from replenisher.domain.tools.quoting import DraftArgs, DraftPurchaseOrder, GetQuotes, QuotesResult
-from replenisher.domain.tools.supplier import ReadSupplierReply, extract_reply_facts
+from replenisher.domain.tools.supplier import ReadSupplierReply
 
 EXPIRY = T0 + 5 * DAY  # every factory quote's valid_until
 

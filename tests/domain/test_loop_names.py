@@ -29,3 +29,14 @@ def test_a_message_promise_names_its_kind_and_number() -> None:
     assert names.promise_event(key) == "supplier-reply"
     assert names.parse_promise("state") is None
     assert names.parse_promise("approval-x") is None
+
+
+def test_the_skus_journal_names_keep_the_formats_recorded_runs_replay_against() -> None:
+    # Written once here as text: every other test takes them from the namer, and a change here
+    # is a change to what SKU handlers journaled by earlier code replay against.
+    assert (names.READ_STOCK, names.RUN_REQUEST, names.TIMESTAMP) == ("read stock", "run request", "timestamp")
+    assert names.reconcile("PO-SKU-1-1-1") == "reconcile PO-SKU-1-1-1"
+    assert names.reconcile("PO-9").split(" ")[0] == names.RECONCILE  # the crash matrix arms it by its first word
+    assert names.receipt_lookup("GR-7") == "look up receipt GR-7"
+    assert (names.SKU_RECORD, names.LAST_CHECK_ERROR) == ("record", "last_check_error")
+    assert (names.ADOPT, names.NEXT_CHECK) == ("adopt", "next check")

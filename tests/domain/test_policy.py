@@ -8,6 +8,7 @@ from typing import Any
 from tests.domain.factories import DAY, T0, ack, approval, goods, new_state, quote, reply
 
 from replenisher.domain.documents import ApprovalRequest, PurchaseOrder
+from replenisher.domain.extraction import extract_reply_facts
 from replenisher.domain.outcomes import outcome_of
 from replenisher.domain.policy import choose
 from replenisher.domain.state import State
@@ -17,7 +18,7 @@ from replenisher.domain.tools.goods import CloseResult
 from replenisher.domain.tools.limits import MAX_TURNS
 from replenisher.domain.tools.ordering import CancelResult, OrderStatusResult, PlaceOrderResult
 from replenisher.domain.tools.quoting import DraftResult, QuotesResult
-from replenisher.domain.tools.supplier import ChaseResult, extract_reply_facts
+from replenisher.domain.tools.supplier import ChaseResult
 from support import HAPPY_PATH
 
 Script = dict[str, Callable[[State, Any], Any]]

@@ -10,6 +10,7 @@ from tests.domain.test_security_log import exact
 
 from replenisher.deciders.prompt import render_state, untrusted_texts
 from replenisher.domain.documents import Arrival, OrderAck, PurchaseOrder, Sender, SupplierReply
+from replenisher.domain.extraction import extract_reply_facts
 from replenisher.domain.outcomes import result_of
 from replenisher.domain.security import SecurityNotes
 from replenisher.domain.security_log import (
@@ -21,7 +22,7 @@ from replenisher.domain.security_log import (
 from replenisher.domain.sku import ROUTED_PER_SENDER, SkuRecord
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS_BY_NAME
-from replenisher.domain.tools.supplier import ReadSupplierReply, WaitForSupplierReply, extract_reply_facts
+from replenisher.domain.tools.supplier import ReadSupplierReply, WaitForSupplierReply
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

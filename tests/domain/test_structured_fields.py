@@ -17,6 +17,7 @@ from tests.domain.test_policy import drive, results
 from tests.domain.test_tools import NO, allowed, approved, ordered
 
 from replenisher.domain.documents import ApprovalDecision, GoodsReceipt, OrderAck, Quote
+from replenisher.domain.extraction import extract_reply_facts
 from replenisher.domain.outcomes import outcome_of
 from replenisher.domain.ports import Malformed
 from replenisher.domain.state import State
@@ -30,7 +31,7 @@ from replenisher.domain.tools.limits import (
 )
 from replenisher.domain.tools.ordering import CheckOrderStatus, OrderStatusResult, PlaceOrder, PlaceOrderResult
 from replenisher.domain.tools.quoting import GetQuotes, QuoteOffer, QuotesResult
-from replenisher.domain.tools.supplier import ReadSupplierReply, WaitForSupplierReply, extract_reply_facts
+from replenisher.domain.tools.supplier import ReadSupplierReply, WaitForSupplierReply
 from replenisher.domain.tools.vetting import ack_mismatches, delivery_bound_days
 
 NOW = T0 + DAY

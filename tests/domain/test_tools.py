@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.domain.factories import DAY, T0, ack, approval, goods, new_state, quote, reply
 
 from replenisher.domain.documents import ApprovalRequest, LivePrice
+from replenisher.domain.extraction import extract_reply_facts
 from replenisher.domain.outcomes import outcome_of
 from replenisher.domain.state import State, TurnRecord
 from replenisher.domain.tools import TOOLS, TOOLS_BY_NAME
@@ -26,7 +27,6 @@ from replenisher.domain.tools.supplier import (
     ChaseSupplier,
     ReadSupplierReply,
     WaitForSupplierReply,
-    extract_reply_facts,
 )
 
 NO = NoArgs()

@@ -33,6 +33,7 @@ import pytest
 
 from e2e import crash_table
 from e2e.scenario import Scenario, ok
+from replenisher.loop import names
 from replenisher.stack.admin import Admin
 from support import CRASH_POINTS, DECISION_LOG, HAPPY_PATH, RegisteredService, eventually
 
@@ -40,16 +41,16 @@ pytestmark = pytest.mark.e2e
 
 STEPS = ["get_quotes", "draft_purchase_order", "request_approval", "place_order", "read_supplier_reply"]
 STEPS += ["close_purchase_order"]
-DECISIONS = ["decide 0", "decide 4"]  # the first decision, and the one that chooses to place the order
+DECISIONS = [names.decide(0), names.decide(4)]  # the first decision, and the one that chooses to place the order
 WAITS = ["wait_for_approval", "wait_for_supplier_reply", "wait_for_goods"]
 
-SERVICE_KILLS = [("read stock", phase) for phase in ("before", "after")]
+SERVICE_KILLS = [(names.READ_STOCK, phase) for phase in ("before", "after")]
 SERVICE_KILLS += [(step, phase) for step in STEPS + DECISIONS for phase in ("before", "after")]
 SERVICE_KILLS += [(wait, "during") for wait in WAITS]
 
 # The world's record of each step's side effect (None: the step calls nobody).
 SIDE_EFFECT = {
-    "read stock": "get_stock",
+    names.READ_STOCK: "get_stock",
     "get_quotes": "quote",
     "request_approval": "request_approval",
     "place_order": "place_order",
@@ -121,9 +122,9 @@ async def not_journaled(admin: Admin, key: str, step: str) -> str:
 
 async def landed(admin: Admin, scenario: Scenario, key: str, step: str, phase: str) -> str:
     """What shows the kill came where it claims (checked while the killed process is down or held)."""
-    if step == "adopt":
+    if step == names.ADOPT:
         rows = await journaled_steps(admin, key)
-        reconciled = named(rows, "reconcile")
+        reconciled = named(rows, names.RECONCILE)
         assert reconciled and all(r["completed"] for r in reconciled), f"adopt before the lookup was journaled: {rows}"
         return "lookup journaled"
     where = await not_journaled(admin, key, step)
@@ -193,7 +194,7 @@ PATHS = {
     ),
     "reconcile": Path(
         "reconcile",
-        [("sku", "reconcile"), ("sku", "adopt")],
+        [("sku", names.RECONCILE), ("sku", names.ADOPT)],
         "received",
         checked_run=2,
         tools=lambda t: "place_order" not in t and t[-2:] == ["close_purchase_order", "done"],
@@ -366,7 +367,7 @@ async def test_service_killed(
         else:
             proofs.extend(await revive(service, admin, scenario, [(key, step, phase)]))
 
-    key = scenario.sku if step == "read stock" else f"replenish-{scenario.sku}-1"
+    key = scenario.sku if step == names.READ_STOCK else f"replenish-{scenario.sku}-1"
     if phase != "during":
         arm(key, step, phase)
     waits = LONG_WAITS if phase == "during" else SHORT_WAITS

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from e2e.scenario import Scenario, ok
+from replenisher.loop import names
 from support import HAPPY_PATH, eventually
 
 pytestmark = pytest.mark.e2e
@@ -45,7 +46,7 @@ async def test_happy_path_ends_received_with_one_order_and_stock_booked_in(scena
         f"WHERE i.target = 'Replenish/{run_id}/run' AND j.entry_type LIKE 'Command:%' ORDER BY j.index"
     )
     commands = [(r["entry_type"], r.get("name") or "") for r in rows]
-    readings = [i for i, c in enumerate(commands) if c == ("Command: Run", "timestamp")]
+    readings = [i for i, c in enumerate(commands) if c == ("Command: Run", names.TIMESTAMP)]
     waits = [i for i, c in enumerate(commands) if c[0] == "Command: GetPromise"]
     assert len(waits) == sum(tool.startswith("wait_for") for tool in HAPPY_PATH)
     assert len(readings) == len(waits), commands
@@ -54,7 +55,7 @@ async def test_happy_path_ends_received_with_one_order_and_stock_booked_in(scena
         "SELECT j.entry_type, j.name FROM sys_journal j JOIN sys_invocation i ON i.id = j.id "
         f"WHERE i.target = 'SkuAgent/{scenario.sku}/check' AND j.entry_type = 'Command: Run' ORDER BY j.index"
     )
-    assert [r.get("name") for r in checks] == ["read stock", "run request"], checks
+    assert [r.get("name") for r in checks] == [names.READ_STOCK, names.RUN_REQUEST], checks
 
 
 async def test_manager_rejects_and_nothing_is_ordered(scenario: Scenario) -> None:
@@ -171,7 +172,7 @@ async def test_watch_checks_on_a_durable_timer_and_unwatch_stops_it(scenario: Sc
         return steps
 
     steps = await eventually(completed_ticks, timeout=10, what="a completed tick to look at")
-    assert all(names in (["read stock"], ["read stock", "run request"]) for names in steps.values()), steps
+    assert all(run in ([names.READ_STOCK], [names.READ_STOCK, names.RUN_REQUEST]) for run in steps.values()), steps
 
     response = await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/unwatch")
     assert response.status_code == 200 and response.json()["watch"]["watching"] is False

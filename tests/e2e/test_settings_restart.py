@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from e2e.scenario import Scenario, ok
+from replenisher.loop import names
 from replenisher.stack.admin import Admin
 from support import APPROVAL_WAIT_DAYS, CRASH_POINTS, RegisteredService, eventually
 
@@ -42,7 +43,7 @@ async def test_a_tick_replayed_on_a_service_restarted_with_other_settings_comple
     service: RegisteredService, admin: Admin, scenario: Scenario
 ) -> None:
     await scenario.setup()
-    line = json.dumps({"scope": scenario.sku, "step": "next check", "phase": "after"})
+    line = json.dumps({"scope": scenario.sku, "step": names.NEXT_CHECK, "phase": "after"})
     with CRASH_POINTS.open("a") as f:
         f.write(line + "\n")
     settings = service.process.env

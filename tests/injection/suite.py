@@ -48,6 +48,7 @@ from tests.injection.target import ON_HAND, Target, names, ok
 from tests.support import TEST_DAY_SECONDS, eventually
 
 from anthropic_stand_in.scripted_model import untrusted_blocks
+from replenisher.domain.sku import parse_run_id
 from replenisher.stack.admin import Admin
 
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)
@@ -338,7 +339,8 @@ async def stuck_invocations(admin: Admin) -> list[dict[str, Any]]:
 def owner(key: str | None, skus: Sequence[str]) -> str | None:
     """The attack SKU an invocation belongs to (the SKU's object, or one of its runs)."""
     for sku in skus:
-        if key == sku or (key or "").startswith(f"replenish-{sku}-"):
+        run = parse_run_id(key or "")
+        if key == sku or (run is not None and run[0] == sku):
             return sku
     return None
 

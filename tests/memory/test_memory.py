@@ -26,8 +26,8 @@ from replenisher.domain.observations import observe
 from replenisher.domain.policy import OfflinePolicy, choose_quote
 from replenisher.domain.state import State
 from replenisher.domain.tools.goods import WaitForGoods
-from replenisher.engines.memory import run_in_memory
-from replenisher.engines.memory_world import DAY, START, Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.in_memory.engine import run_in_memory
+from replenisher.in_memory.world import DAY, START, Clock, Inbox, MemoryWorld, SupplierSpec
 
 MARCH_2026 = datetime(2026, 3, 10, tzinfo=UTC).timestamp()
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from replenisher.domain.documents import PurchaseOrder
 from replenisher.domain.policy import OfflinePolicy
 from replenisher.domain.ports import Rejected
-from replenisher.engines.memory import run_in_memory
-from replenisher.engines.memory_world import DAY, Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.in_memory.engine import run_in_memory
+from replenisher.in_memory.world import DAY, Clock, Inbox, MemoryWorld, SupplierSpec
 from replenisher.loop import names
 
 

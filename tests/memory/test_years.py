@@ -18,8 +18,8 @@ from replenisher.deciders.prompt import render_memory
 from replenisher.domain.documents import StockLevel
 from replenisher.domain.policy import OfflinePolicy
 from replenisher.domain.sku import SkuRecord
-from replenisher.engines.memory import Run, run_in_memory
-from replenisher.engines.memory_world import DAY, SKU, START, Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.in_memory.engine import Run, run_in_memory
+from replenisher.in_memory.world import DAY, SKU, START, Clock, Inbox, MemoryWorld, SupplierSpec
 
 SUPPLIERS = ["acme", "bolt", "cheapo"]
 YEARS = 10

@@ -15,10 +15,12 @@ from typing import Any
 from replenisher.domain.documents import StockLevel
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.state import State, TurnRecord
+from replenisher.loop import names
 from replenisher.timeline.build import JOURNAL_GONE, STATE_GONE, build_timeline
 from replenisher.timeline.html import render_html
 from replenisher.timeline.journal import invocation, journal_entries, transient_failures
 from replenisher.timeline.model import Timeline
+from replenisher.timeline.restate import decision_of
 from replenisher.timeline.text import render_text
 
 T0 = 1_800_000_000.0
@@ -104,7 +106,7 @@ def timeline(journal: Journal, state: State | None, **kw: Any) -> Timeline:
 def quoted_then_approved() -> Journal:
     j = Journal()
     j.command("Input", T0)
-    j.step("decide 0", T0 + 0.01, 0.001)
+    j.step(names.decide(0), T0 + 0.01, 0.001)
     quotes = j.run("get_quotes 0", T0 + 0.02)
     j.failed_attempt(
         T0 + 0.03,
@@ -112,10 +114,10 @@ def quoted_then_approved() -> Journal:
         command="get_quotes 0",
     )
     j.notify(quotes, T0 + 0.8)
-    j.step("decide 1", T0 + 0.9, 0.001)
+    j.step(names.decide(1), T0 + 0.9, 0.001)
     promise, timer = j.wait("approval-0", T0 + 1.0, deadline=T0 + 31.0)
     j.notify(promise, T0 + 12.0, kind="GetPromise")
-    j.step("decide 2", T0 + 12.1, 0.001)
+    j.step(names.decide(2), T0 + 12.1, 0.001)
     j.step("place_order 2", T0 + 12.2, 0.01)
     j.notify(timer, T0 + 31.0, kind="Sleep")  # the timer that lost the race still fires later
     return j
@@ -146,9 +148,9 @@ def test_turns_take_their_times_from_the_journal_and_their_words_from_the_histor
 
 def test_a_wait_ended_by_its_timer_and_a_step_that_gave_up() -> None:
     j = Journal()
-    j.step("decide 0", T0, 0.001)
+    j.step(names.decide(0), T0, 0.001)
     j.step("get_quotes 0", T0 + 0.1, 0.7, result="Failure")
-    j.step("decide 1", T0 + 1, 0.001)
+    j.step(names.decide(1), T0 + 1, 0.001)
     _, timer = j.wait("supplier-reply-0", T0 + 1.1, deadline=T0 + 71.1)
     j.notify(timer, T0 + 71.1, kind="Sleep")
     t = timeline(j, None)
@@ -162,7 +164,7 @@ def test_a_wait_ended_by_its_timer_and_a_step_that_gave_up() -> None:
 
 def test_an_outage_band_runs_from_the_first_failed_attempt_until_the_service_was_seen_again() -> None:
     j = Journal()
-    j.step("decide 0", T0, 0.001)
+    j.step(names.decide(0), T0, 0.001)
     promise, _ = j.wait("approval-0", T0 + 0.1, deadline=T0 + 100)
     j.failed_attempt(
         T0 + 5, "unexpected error while reading the response body: stream closed because of a broken pipe", "RT0010"
@@ -171,7 +173,7 @@ def test_an_outage_band_runs_from_the_first_failed_attempt_until_the_service_was
         T0 + 6, "error when calling 'http://127.0.0.1:9080/': h2 pool connection error: Connection refused", "RT0010"
     )
     j.notify(promise, T0 + 20, kind="GetPromise")
-    j.step("decide 1", T0 + 20.1, 0.001)
+    j.step(names.decide(1), T0 + 20.1, 0.001)
     # Another invocation journaled a command at T0+9: the service was back by then.
     t = timeline(j, None, answered={T0 + 5: T0 + 9})
 
@@ -185,7 +187,7 @@ def test_an_outage_band_runs_from_the_first_failed_attempt_until_the_service_was
 
 def test_an_outage_still_going_is_open_and_counts_the_attempts() -> None:
     j = Journal()
-    j.step("decide 0", T0, 0.001)
+    j.step(names.decide(0), T0, 0.001)
     j.run("place_order 0", T0 + 1)
     j.failed_attempt(T0 + 1.5, "error when calling 'http://127.0.0.1:9080/': Connection refused", "RT0010")
     inv = invocation(
@@ -231,7 +233,7 @@ def test_with_only_the_outcome_left_the_timeline_says_so() -> None:
 def test_the_text_timeline_fits_its_width_and_marks_how_waits_ended() -> None:
     j = quoted_then_approved()
     j.failed_attempt(T0 + 13, "stream closed because of a broken pipe", "RT0010")
-    j.step("decide 3", T0 + 20, 0.001)
+    j.step(names.decide(3), T0 + 20, 0.001)
     t = timeline(j, state_with(("get_quotes", "need prices", "ok"), ("wait_for_approval", "", "approved")))
     text = render_text(t, width=100)
 
@@ -253,14 +255,14 @@ def test_the_html_timeline_is_self_contained_and_escapes_what_suppliers_wrote() 
 
 def test_a_message_that_could_not_be_delivered_while_the_service_was_down_draws_the_outage() -> None:
     j = Journal()
-    j.step("decide 0", T0, 0.001)
+    j.step(names.decide(0), T0, 0.001)
     promise, _ = j.wait("approval-0", T0 + 0.1, deadline=T0 + 100)
     j.notify(promise, T0 + 30, kind="GetPromise")
-    j.step("decide 1", T0 + 30.1, 0.001)
+    j.step(names.decide(1), T0 + 30.1, 0.001)
     deliver = Journal()  # the SkuAgent's deliver invocation, retried while the service was down
     deliver.command("Input", T0 + 10)
     deliver.failed_attempt(T0 + 10.01, "error when calling 'http://127.0.0.1:9080/': Connection refused", "RT0010")
-    deliver.failed_attempt(T0 + 11, "HTTPStatusError: 503 from the ERP", "RT0007", command="read stock")
+    deliver.failed_attempt(T0 + 11, "HTTPStatusError: 503 from the ERP", "RT0007", command=names.READ_STOCK)
     t = timeline(j, None, related_failures=transient_failures(deliver.events), answered={T0 + 10.01: T0 + 29})
 
     assert [(b.start, b.end) for b in t.bands] == [(T0 + 10.01, T0 + 29)], "only the outage, not the ERP's error"
@@ -276,7 +278,7 @@ TRACEBACK = (
 def test_a_step_retried_because_a_supplier_answers_503_is_a_retrying_step_not_an_outage() -> None:
     j = Journal()
     j.command("Input", T0)
-    j.step("decide 0", T0 + 0.01, 0.001)
+    j.step(names.decide(0), T0 + 0.01, 0.001)
     # Restate journals a step only once it succeeds: until then only its failures name it.
     j.failed_attempt(T0 + 0.05, TRACEBACK, command="get_quotes 0")
     inv = invocation(
@@ -312,7 +314,7 @@ def test_a_step_retried_because_a_supplier_answers_503_is_a_retrying_step_not_an
 
 def test_two_outages_are_two_bands_each_ending_when_the_service_answered_again() -> None:
     j = Journal()
-    j.step("decide 0", T0, 0.001)
+    j.step(names.decide(0), T0, 0.001)
     j.wait("approval-0", T0 + 0.1, deadline=T0 + 500)
     refused = "error when calling 'http://127.0.0.1:9080/': Connection refused"
     j.failed_attempt(T0 + 10, refused, "RT0010")
@@ -353,15 +355,15 @@ def test_an_approval_decided_after_a_reminder_shows_the_decision_not_why_it_wait
     from replenisher.timeline.model import Decision
 
     j = Journal()
-    j.step("decide 0", T0, 0.001)
+    j.step(names.decide(0), T0, 0.001)
     j.step("get_quotes 0", T0 + 0.1, 0.5)
-    j.step("decide 1", T0 + 0.9, 0.001)
+    j.step(names.decide(1), T0 + 0.9, 0.001)
     promise, timer = j.wait("approval-0", T0 + 1.0, deadline=T0 + 16.0)
     j.notify(timer, T0 + 16.0, kind="Sleep")  # the reminder's point, half-way through the window
     j.step("remind manager 50%", T0 + 16.01, 0.01)
     j.command("Sleep", T0 + 16.03, wake_up_time=int((T0 + 31.0) * 1000))
     j.notify(promise, T0 + 20.0, kind="GetPromise")
-    j.step("decide 2", T0 + 20.1, 0.001)
+    j.step(names.decide(2), T0 + 20.1, 0.001)
     state = state_with(
         ("get_quotes", "need prices", "ok"),
         ("wait_for_approval", "the manager has not decided yet", "the manager rejected PO-9"),
@@ -380,20 +382,20 @@ def test_an_approval_decided_after_a_reminder_shows_the_decision_not_why_it_wait
 
 def test_a_second_wait_for_the_same_reply_after_a_chase_is_drawn_with_its_length() -> None:
     j = Journal()
-    j.step("decide 0", T0, 0.001)
+    j.step(names.decide(0), T0, 0.001)
     j.step("place_order 0", T0 + 0.1, 0.01)
-    j.step("decide 1", T0 + 0.2, 0.001)
+    j.step(names.decide(1), T0 + 0.2, 0.001)
     promise, timer = j.wait("supplier-reply-0", T0 + 0.3, deadline=T0 + 70.3)
     j.notify(timer, T0 + 70.3, kind="Sleep")
-    j.step("decide 2", T0 + 70.4, 0.001)
+    j.step(names.decide(2), T0 + 70.4, 0.001)
     j.step("chase_supplier 2", T0 + 70.5, 0.01)
-    j.step("decide 3", T0 + 70.6, 0.001)
+    j.step(names.decide(3), T0 + 70.6, 0.001)
     # the run reads the promise once: waiting again journals only the new timer
     timer2 = j.command("Sleep", T0 + 70.7, wake_up_time=int((T0 + 90.7) * 1000))
     j.notify(timer2, T0 + 90.7, kind="Sleep")
-    j.step("decide 4", T0 + 90.8, 0.001)
+    j.step(names.decide(4), T0 + 90.8, 0.001)
     j.step("chase_supplier 4", T0 + 90.9, 0.01)
-    j.step("decide 5", T0 + 91.0, 0.001)
+    j.step(names.decide(5), T0 + 91.0, 0.001)
     j.command("Sleep", T0 + 91.1, wake_up_time=int((T0 + 111.1) * 1000))
     j.notify(promise, T0 + 95.0, kind="GetPromise")  # the reply comes during the third wait
     state = state_with(
@@ -465,7 +467,7 @@ def test_an_outage_that_began_just_now_is_named_inside_the_chart_on_a_line_of_it
     # The service went down at the very end of the chart: its label used to start there and run
     # off the picture's right edge ("servic"), on top of the "now" mark.
     j = Journal()
-    j.step("decide 0", T0, 0.001)
+    j.step(names.decide(0), T0, 0.001)
     j.run("place_order 0", T0 + 59)
     j.failed_attempt(T0 + 59.5, "error when calling 'http://127.0.0.1:9080/': Connection refused", "RT0010")
     inv = invocation({"id": "inv_1", "status": "backing-off", "retry_count": 1, "created_at": iso(T0)})
@@ -482,9 +484,9 @@ def test_an_outage_that_began_just_now_is_named_inside_the_chart_on_a_line_of_it
 
 def test_a_timed_out_approval_ends_in_a_cross_even_when_its_last_reminder_shares_that_cell() -> None:
     j = Journal()
-    j.step("decide 0", T0, 0.001)
+    j.step(names.decide(0), T0, 0.001)
     j.step("get_quotes 0", T0 + 0.1, 0.5)
-    j.step("decide 1", T0 + 0.9, 0.001)
+    j.step(names.decide(1), T0 + 0.9, 0.001)
     _, timer = j.wait("approval-0", T0 + 1.0, deadline=T0 + 16.0)
     j.notify(timer, T0 + 16.0, kind="Sleep")  # the reminder at half the window
     j.step("remind manager 50%", T0 + 16.01, 0.01)
@@ -493,7 +495,7 @@ def test_a_timed_out_approval_ends_in_a_cross_even_when_its_last_reminder_shares
     j.step("remind manager 98%", T0 + 30.71, 0.01)
     last = j.command("Sleep", T0 + 30.73, wake_up_time=int((T0 + 31.0) * 1000))
     j.notify(last, T0 + 31.0, kind="Sleep")
-    j.step("decide 2", T0 + 31.1, 0.001)
+    j.step(names.decide(2), T0 + 31.1, 0.001)
     state = state_with(
         ("get_quotes", "need prices", "ok"),
         ("wait_for_approval", "the manager has not decided yet", "no decision in time"),
@@ -531,3 +533,13 @@ def test_timelines_show_the_security_total_what_was_collapsed_and_dropped_and_th
         assert "supplier:rival (6 times, first 2027-01-15 08:01:40 UTC): reply about" in shown
     lines = [line for line in text.splitlines() if line.startswith("security: 2027")]
     assert len(lines) == 10 and "supplier:acme" in lines[0], "the latest ten, newest first"
+
+
+def test_an_approval_promise_reads_back_as_its_round_and_a_key_that_names_none_as_nothing() -> None:
+    payload = {"po_number": "PO-1", "approved": True, "by": "m"}
+    value = json.dumps({"payload": payload, "sender": {"party": "manager"}, "arrived_at": 5.0})
+    decision = decision_of(names.message_promise("approval", 3), value)
+    assert decision is not None
+    assert (decision.round, decision.po_number, decision.approved, decision.at) == (3, "PO-1", True, 5.0)
+    assert decision_of("approval-x", value) is None
+    assert decision_of(names.message_promise("approval", 3), "not json") is None

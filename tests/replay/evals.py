@@ -23,8 +23,8 @@ from tests.replay.corpus import CORPUS, corpus
 from replenisher.deciders.claude import ClaudeDecider
 from replenisher.domain.decisions import Decider
 from replenisher.domain.policy import OfflinePolicy
-from replenisher.replay.command import Summary
 from replenisher.replay.core import ReplayReport, replay
+from replenisher.replay_command import Summary
 
 MIN_RUNS = 20
 

@@ -72,8 +72,8 @@ async def test_the_corpus_replays_against_the_claude_decider_over_the_stand_in_a
 
 
 def test_the_report_of_a_run_still_going_says_so_rather_than_none() -> None:
-    from replenisher.replay.command import report_lines
-    from replenisher.replay.engine import ReplayReport
+    from replenisher.replay.playback import ReplayReport
+    from replenisher.replay_command import report_lines
 
     going = ReplayReport(run_id="replenish-SKU-1-1", sku="SKU-1", decider="offline", turns=3, agree=3)
     assert report_lines(going)[0].endswith("(recorded outcome: none yet, the run is still going)")

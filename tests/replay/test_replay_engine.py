@@ -14,11 +14,11 @@ from replenisher.domain.documents import StockLevel
 from replenisher.domain.policy import OfflinePolicy, choose
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
-from replenisher.engines.memory import MemoryEngine
-from replenisher.engines.memory_world import DAY, SKU, Clock, Inbox, MemoryWorld, SupplierSpec
+from replenisher.in_memory.engine import MemoryEngine
+from replenisher.in_memory.world import DAY, SKU, Clock, Inbox, MemoryWorld, SupplierSpec
 from replenisher.loop import RunRequest, replenish
+from replenisher.loop.archiving import Archiving, MemorySink
 from replenisher.replay.core import replay
-from replenisher.replay.recording import Archiving, MemorySink
 
 
 async def recorded_run(**specs: SupplierSpec) -> tuple[MemorySink, MemoryWorld]:
@@ -88,7 +88,7 @@ async def test_the_first_divergence_names_the_turn_both_choices_and_both_reasons
 
 
 async def test_the_side_by_side_timeline_marks_the_turn_where_the_replay_parts() -> None:
-    from replenisher.replay.command import side_by_side
+    from replenisher.replay_command import side_by_side
 
     sink, _ = await recorded_run(acme=SupplierSpec(price=4.0))
     archive = sink.archive

@@ -1,7 +1,7 @@
 """Facts out of a supplier's email, never instructions: typed fields, validated in code.
 
-Two extractors fill the same `ReplyFacts`: the offline one matches patterns (here and in
-`tools/supplier.py`), and a model may read the email in a tool-less call whose JSON answer
+Two extractors fill the same `ReplyFacts`: the offline one matches patterns
+(`extract_reply_facts`), and a model may read the email in a tool-less call whose JSON answer
 goes through `facts_from_model_text`. Either way only these fields come out, each checked
 against its bounds; anything else the text (or a persuaded model) offers is dropped and
 noted. What the facts may then change is decided by the tools, not by the text.
@@ -81,6 +81,26 @@ def extract_promises(text: str, received_at: float) -> list[PromiseClaim]:
             when = _effective_from(_sentence_after(text, match.start()), received_at)
             claims.append(PromiseClaim(kind="lead_time", value=days, effective_from=when))
     return claims[:4]
+
+
+# Tool-less extraction of typed facts: the text is matched, never obeyed.
+_DAYS = re.compile(
+    r"(?:deliver\w*|ship\w*|dispatch\w*|arriv\w*)\D{0,40}?(\d{1,5}(?:\.\d+)?)\s*(?:business\s+)?days?", re.I
+)
+_PRICE = re.compile(r"(?:price|cost|at)\D{0,20}?(\d{1,7}\.\d{2})", re.I)
+_CONFIRM = re.compile(r"\b(confirm\w*|accept\w*|acknowledg\w*)\b", re.I)
+
+
+def extract_reply_facts(text: str, received_at: float) -> ReplyFacts:
+    days = _DAYS.search(text)
+    price = _PRICE.search(text)
+    return ReplyFacts(
+        confirmed=bool(_CONFIRM.search(text)),
+        delivery_days=float(days.group(1)) if days else None,
+        unit_price=float(price.group(1)) if price else None,
+        received_at=received_at,
+        promises=extract_promises(text, received_at),
+    )
 
 
 class ModelFacts(BaseModel):
@@ -165,7 +185,5 @@ class OfflineReplyReader:
     name = "offline"
 
     async def read(self, state: State, received_at: float) -> ReplyFacts:
-        from replenisher.domain.tools.supplier import extract_reply_facts
-
         assert state.unread_reply is not None
         return extract_reply_facts(state.unread_reply.text, received_at)

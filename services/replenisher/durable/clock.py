@@ -13,6 +13,8 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel
 from restate import Context, RunOptions
 
+from replenisher.loop import names
+
 T = TypeVar("T")
 
 _FLOAT = RunOptions(type_hint=float)
@@ -23,7 +25,7 @@ async def _wall() -> float:
 
 
 async def journaled_time(ctx: Context) -> float:
-    return await ctx.run_typed("timestamp", _wall, _FLOAT)
+    return await ctx.run_typed(names.TIMESTAMP, _wall, _FLOAT)
 
 
 class Timed(BaseModel, Generic[T]):

@@ -9,40 +9,28 @@ again, and `apply` rebuilds the same state.
 
 from __future__ import annotations
 
-from typing import Any
-
 import restate
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from restate import WorkflowContext, WorkflowSharedContext
 from restate.exceptions import TerminalError
 
 from replenisher import loop
-from replenisher.domain.documents import EventKind, Sender
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import without_secrets
 from replenisher.domain.sku import parse_run_id
 from replenisher.domain.state import State
 from replenisher.durable.archive import RestateArchiveSink
-from replenisher.durable.engine import RestateEngine
+from replenisher.durable.contracts import REPLENISH, SKU_STATUS, Message
+from replenisher.durable.restate_engine import RestateEngine
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, validated
 from replenisher.loop import names
+from replenisher.loop.archiving import Archiving
 from replenisher.loop.request import AdoptedOrder, CurrentWait, Envelope, RunRequest
-from replenisher.replay.recording import Archiving
 
 __all__ = ["AdoptedOrder", "CurrentWait", "Envelope", "Message", "RunRequest", "RunView", "replenish"]
 
-replenish = restate.Workflow("Replenish")
-
-
-class Message(BaseModel):
-    """A message the SKU agent numbered for this run: the `seq`-th of its kind."""
-
-    event: EventKind
-    seq: int
-    payload: dict[str, Any]
-    sender: Sender | None = Field(default=None, description="None: an operator on the internal ingress")
-    arrived_at: float | None = Field(default=None, description="when it reached the SKU's address")
+replenish = restate.Workflow(REPLENISH)
 
 
 class RunView(BaseModel):
@@ -84,14 +72,12 @@ async def view_state(ctx: WorkflowSharedContext) -> RunView:
 
 async def started(ctx: WorkflowSharedContext, run_id: str) -> None:
     """Raise a 404 unless the SKU agent the id names has started this run (it numbers them)."""
-    from replenisher.durable.sku_agent import status
-
     parsed = parse_run_id(run_id)
     if parsed is None:
         raise TerminalError(f"no run {run_id!r}: a run's id reads replenish-<SKU>-<n>", status_code=404)
     sku, number = parsed
     try:
-        record = await ctx.object_call(status, sku, None)
+        record = await SKU_STATUS.call(ctx, sku, None)
     except TerminalError as e:
         if e.status_code != 404:
             raise

@@ -4,6 +4,9 @@ It checks stock (on demand and on its own durable timer), starts at most one
 replenishment at a time without ever blocking on it, is the SKU's single address for
 the manager, suppliers and warehouse, and keeps the outcomes. Handlers are exclusive
 per SKU, so any number of racing checks start one replenishment.
+
+Its runs start through `runs`; an order a run left unresolved is settled by `reconcile`;
+what it says to its runs and they to it is in `contracts`.
 """
 
 from __future__ import annotations
@@ -16,37 +19,33 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from restate import ObjectContext, ObjectSharedContext
 from restate.exceptions import TerminalError
 
-from replenisher.config import settings
 from replenisher.domain.documents import (
     EVENT_PAYLOADS,
     SKU_ID,
     EventKind,
     GoodsReceipt,
-    OrderAck,
     Sender,
     StockLevel,
 )
 from replenisher.domain.outcomes import ReplenishmentResult
-from replenisher.domain.ports import MALFORMED
 from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted_payload
-from replenisher.domain.security_log import supplier_source
 from replenisher.domain.sku import SkuRecord
-from replenisher.domain.tools.vetting import ack_mismatches
 from replenisher.domain.waits import WaitOverrides
 from replenisher.durable.clock import Timed, journaled_time
-from replenisher.durable.probes import crash_point, hold_point
-from replenisher.durable.replenish import AdoptedOrder, Message, RunRequest
-from replenisher.durable.replenish import deliver as deliver_to_run
-from replenisher.durable.replenish import run as replenish_run
+from replenisher.durable.contracts import DELIVER_TO_RUN, SKU_AGENT, Message, RoutedArrival, RoutedQuery
+from replenisher.durable.probes import crash_point
+from replenisher.durable.reconcile import reconcilable, reconcile
+from replenisher.durable.runs import start_run
 from replenisher.durable.steps import step, timed_step
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, describe, validated
 from replenisher.inbound.stamp import vouched_sender
-from replenisher.wiring import wiring
+from replenisher.loop import names
+from replenisher.wiring import settings, wiring
 
-sku_agent = restate.VirtualObject("SkuAgent")
+sku_agent = restate.VirtualObject(SKU_AGENT)
 
-RECORD = "record"
+RECORD = names.SKU_RECORD
 
 
 class Delivery(BaseModel):
@@ -103,16 +102,6 @@ class ReconcileTick(BaseModel):
     run_id: str
 
 
-class RoutedQuery(BaseModel):
-    run_id: str
-    event: EventKind
-    seq: int = Field(ge=0)
-
-
-class RoutedArrival(BaseModel):
-    arrived_at: float | None = Field(description="when the message reached the SKU's address; None: it has not")
-
-
 def sku_key(ctx: ObjectContext) -> str:
     """The agent's key, which must be a SKU id (`Sku`), else a 400 before anything is asked of
     the ERP: a key of `..` made the stock read's URL `/erp/` instead of `/erp/stock/..`."""
@@ -140,105 +129,11 @@ async def load_or_create(ctx: ObjectContext) -> SkuRecord:
 async def read_stock(ctx: ObjectContext) -> Timed[StockLevel]:
     """The ERP's stock level, journaled with the clock as it was read: the check's time."""
     try:
-        return await timed_step(ctx, "read stock", StockLevel, wiring().world.erp.get_stock, ctx.key())
+        return await timed_step(ctx, names.READ_STOCK, StockLevel, wiring().world.erp.get_stock, ctx.key())
     except TerminalError as e:
         if e.status_code == 404:
             raise TerminalError(f"unknown SKU {ctx.key()!r}: the ERP does not stock it", status_code=404) from e
         raise TerminalError(f"could not read stock of {ctx.key()!r} from the ERP: {e.message}", status_code=503) from e
-
-
-def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedOrder | None = None) -> RunRequest:
-    return RunRequest(
-        stock=stock,
-        day_seconds=settings().day_seconds,
-        waits=settings().waits.overridden(record.waits),
-        calendar=settings().calendar,
-        origin=settings().clock.origin,
-        approval_policy=settings().approval_policy,
-        memory=record.memory.brief(at, settings().day_seconds),
-        decider_terms=wiring().decider_terms(),
-        adopt=adopt,
-        started_at=at,
-    )
-
-
-async def fixed_request(
-    ctx: ObjectContext, record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedOrder | None = None
-) -> RunRequest:
-    """The run's request, as a journaled step.
-
-    It carries this process's settings (waits, calendar, clock origin, decider terms). Restate
-    compares a replayed send with the journal's, so a SKU handler replayed on a service
-    restarted with other settings would otherwise be refused as non-deterministic, and paused:
-    the SKU wedged, its messages queued behind it. Journaled, the replay sends what was sent.
-    """
-
-    async def build() -> RunRequest:
-        return run_request(record, stock, at, adopt)
-
-    return await ctx.run_typed("run request", build, restate.RunOptions(type_hint=RunRequest))
-
-
-class OrderLookup(BaseModel):
-    ack: OrderAck | None
-
-
-def reconcilable(record: SkuRecord) -> bool:
-    """Whether `reconcile` has an order to look up (and so journals steps of its own)."""
-    unresolved = record.unresolved
-    return unresolved is not None and unresolved.po is not None and record.active is None
-
-
-async def reconcile(ctx: ObjectContext, record: SkuRecord, stock: StockLevel) -> str | None:
-    """Settle a run that ended with an order that may exist, by asking the supplier about its PO.
-
-    Found: a new run follows the order up (its id is returned). Not found: the old run's
-    outcome becomes gave_up and buying may start again. Supplier still away, or its answer
-    differs from the PO (a security event on the record): next check.
-    """
-    if not reconcilable(record):
-        return None
-    unresolved = record.unresolved
-    assert unresolved is not None and unresolved.po is not None
-    po = unresolved.po
-
-    async def look_up() -> OrderLookup:
-        return OrderLookup(ack=await wiring().world.suppliers.find_order(po.supplier, po.po_number))
-
-    try:
-        lookup = await step(ctx, f"reconcile {po.po_number}", OrderLookup, look_up)
-    except TerminalError as e:
-        if MALFORMED in e.message:
-            at = await journaled_time(ctx)
-            record.security.record(
-                supplier_source(po.supplier), f"reconcile: {e.message}", at, run_id=unresolved.run_id
-            )
-        return None
-    if lookup.ack is None:
-        record.settle_unresolved("gave_up", f"reconciled: {po.supplier} holds no order for {po.po_number}")
-        return None
-    # Kill points for the crash matrix: the lookup is journaled, the follow-up not yet sent / just sent.
-    crash_point(ctx.key(), "adopt", "before")
-    await hold_point(ctx.key(), "adopt", "before")
-    now = await journaled_time(ctx)
-    wrong = ack_mismatches(po, lookup.ack)
-    if wrong:
-        # Not the order we placed, or not what the supplier should say about it: nothing is
-        # adopted (no follow-up run, no new buying); the manager sees why on the SKU's record,
-        # and the next check asks again.
-        event = f"reconcile: the supplier's answer about {po.po_number} differs from the PO: {'; '.join(wrong)}"
-        record.security.record(supplier_source(po.supplier), event, now, run_id=unresolved.run_id)
-        return None
-    run, routed = record.follow_up(now)
-    adopt = AdoptedOrder(po=po, ack=lookup.ack, from_run=unresolved.run_id, progress=unresolved.progress)
-    ctx.workflow_send(replenish_run, run.run_id, await fixed_request(ctx, record, stock, now, adopt))
-    for message in routed:
-        forwarded = Message(
-            event=message.event, seq=message.seq, payload=message.payload, sender=message.sender, arrived_at=message.at
-        )
-        ctx.workflow_send(deliver_to_run, run.run_id, forwarded)
-    crash_point(ctx.key(), "adopt", "after")
-    return run.run_id
 
 
 async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
@@ -253,7 +148,7 @@ async def check_stock(ctx: ObjectContext, record: SkuRecord) -> CheckResult:
     started = record.consider(stock, now)
     if started is not None:
         # A send, not a call: the agent stays free for messages while the run takes weeks.
-        ctx.workflow_send(replenish_run, started.run_id, await fixed_request(ctx, record, stock, now))
+        await start_run(ctx, started.run_id, record, stock, now)
     started = started or (record.active if following_up else None)
     return CheckResult(
         sku=record.sku,
@@ -323,11 +218,11 @@ async def tick(ctx: ObjectContext, request: Tick) -> None:
         checked_at = record.last_check.at if record.last_check else None
     except TerminalError as e:
         # The ERP being away must not stop the watch: note it and try at the next tick.
-        ctx.set("last_check_error", e.message)
+        ctx.set(names.LAST_CHECK_ERROR, e.message)
     await schedule_tick(ctx, record, now=checked_at)
     # For the tests: this attempt's sends (the run it started, the next tick) are in Restate's
     # journal, and the tick is not done.
-    crash_point(ctx.key(), "next check", "after")
+    crash_point(ctx.key(), names.NEXT_CHECK, "after")
     ctx.set(RECORD, record)
 
 
@@ -371,7 +266,7 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
     if routed is not None:
         assert record.active is not None
         message = Message(event=routed.event, seq=routed.seq, payload=payload, sender=sender, arrived_at=arrived_at)
-        ctx.workflow_send(deliver_to_run, record.active.run_id, message)
+        DELIVER_TO_RUN.send(ctx, record.active.run_id, message)
     ctx.set(RECORD, record)
     return Delivered(
         sku=record.sku,
@@ -401,7 +296,7 @@ async def booked_receipt(
         return ReceiptLookup(booked=await wiring().world.erp.find_receipt(claimed.receipt_id))
 
     try:
-        lookup = await step(ctx, f"look up receipt {claimed.receipt_id}", ReceiptLookup, look_up)
+        lookup = await step(ctx, names.receipt_lookup(claimed.receipt_id), ReceiptLookup, look_up)
     except TerminalError as e:
         raise TerminalError(f"could not check goods receipt with the ERP: {e.message}", status_code=503) from e
     refusal = receipt_refusal(claimed, lookup.booked, ctx.key())
@@ -458,7 +353,7 @@ async def reconcile_due(ctx: ObjectContext, tick: ReconcileTick) -> None:
     try:
         stock = (await read_stock(ctx)).value
     except TerminalError as e:
-        ctx.set("last_check_error", e.message)  # the ERP is away: the lookup waits for the next attempt
+        ctx.set(names.LAST_CHECK_ERROR, e.message)  # the ERP is away: the lookup waits for the next attempt
     else:
         await reconcile(ctx, record, stock)
     await schedule_reconcile(ctx, record)

@@ -16,10 +16,10 @@ from pydantic import BaseModel
 from restate import Context, RunOptions
 from restate.exceptions import TerminalError
 
-from replenisher.config import settings
 from replenisher.domain.ports import Rejected
 from replenisher.durable.clock import Timed
 from replenisher.durable.probes import crash_point, hold_point
+from replenisher.wiring import settings
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from replenisher.config import DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
+from replenisher.addresses import DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 
 DEFAULT_PORT = 9090
 MAX_BODY_BYTES = 64 * 1024

@@ -1,5 +1,10 @@
 """What the loop needs from a durable engine: the `Engine` protocol.
 
+"Engine" means one thing in this package: what the loop runs on, this protocol. Each of its
+engines is named for what it is: Restate's (`replenisher.durable.restate_engine`), the one in
+memory (`replenisher.in_memory.engine`) and the one that plays a recorded run back
+(`replenisher.replay.playback`); the benchmark's peers have their own.
+
 The loop (`replenisher.loop.run`) is the same on every engine; an engine only makes its
 primitives durable (journaled, replayable) or, for the in-memory and replay engines, stands
 in for them. Names come from the loop (`replenisher.loop.names`); an engine journals under
@@ -36,8 +41,8 @@ them and must not make up its own.
 - `finish(result)`: hand the outcome on (to the SKU); the last thing a run does.
 
 A run's archive, for `replenisher replay`, is not an engine's business: wrapping any engine in
-`replenisher.replay.recording.Archiving` notes every answer it gives the loop, and the replay
-engine (`replenisher.replay.engine`) serves them back to the same loop.
+`replenisher.loop.archiving.Archiving` notes every answer it gives the loop, and the replay
+engine (`replenisher.replay.playback`) serves them back to the same loop.
 
 Attributes: `run_id` (the run's id, e.g. `replenish-SKU-1`) and `code` (the code version
 stamped on each turn; "" when there is none).

@@ -1,8 +1,10 @@
-"""The names a run's journal carries, written by the loop and read back by the timeline.
+"""The names in the journals of a run and of its SKU: written by their handlers, read back by the timeline.
 
-One module builds them and parses them, so the workflow that writes a journal and the
+One module builds them and parses them, so the handlers that write a journal and the
 timeline that reads it cannot drift. The formats are fixed: runs journaled by earlier code
 replay against them, and the crash matrix arms points by these names (or their first word).
+
+A run (`Replenish`, keyed by run id):
 
 - `decide N`, then `decide N again K` for the K-th re-ask after a refusal: the decider's picks.
 - `<tool> N`: the step of a call tool in turn N.
@@ -12,6 +14,17 @@ replay against them, and the crash matrix arms points by these names (or their f
 - `state`, `waiting`: the run's state and its current wait, as the views read them.
 - `archive`: the run's archive while it runs (`replenisher replay` reads it there until the
   run ends and hands it to its `RunArchive` object).
+- `timestamp`: a clock reading no step's result carried (the SKU's handlers take them too).
+
+Its SKU (`SkuAgent`, keyed by SKU):
+
+- `read stock`: the ERP's stock level, as a check reads it.
+- `run request`: a run's request, fixed before the run is started.
+- `reconcile <PO>`: the supplier asked about an order a run left unresolved.
+- `look up receipt <id>`: the ERP asked about the goods receipt a message claims.
+- `record`: the SKU's record; `last_check_error`: why its last timed check could not read stock.
+- `adopt`, `next check`: points in its handlers the crash matrix arms (no journal entry of their
+  own): a found order's follow-up run being started, the next timed check being sent.
 """
 
 from __future__ import annotations
@@ -22,6 +35,15 @@ from typing import NamedTuple
 STATE = "state"
 WAITING = "waiting"
 ARCHIVE = "archive"
+TIMESTAMP = "timestamp"
+
+READ_STOCK = "read stock"
+RUN_REQUEST = "run request"
+RECONCILE = "reconcile"
+SKU_RECORD = "record"
+LAST_CHECK_ERROR = "last_check_error"
+ADOPT = "adopt"
+NEXT_CHECK = "next check"
 
 _STEP = re.compile(r"^(?P<tool>[a-z_]+) (?P<turn>\d+)$")
 _DELAY = re.compile(r"^before (?P<tool>[a-z_]+) (?P<turn>\d+)$")
@@ -53,6 +75,14 @@ def remind(approver: str, label: str) -> str:
 
 def escalate(tool: str) -> str:
     return f"escalate {tool}"
+
+
+def reconcile(po_number: str) -> str:
+    return f"{RECONCILE} {po_number}"
+
+
+def receipt_lookup(receipt_id: str) -> str:
+    return f"look up receipt {receipt_id}"
 
 
 def message_promise(event: str, seq: int) -> str:

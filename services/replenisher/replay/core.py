@@ -13,7 +13,7 @@ from typing import Any
 from replenisher.domain.archive import ARCHIVE_SCHEMA_VERSION, RunArchive
 from replenisher.domain.decisions import Decider
 from replenisher.loop import RunRequest, replenish
-from replenisher.replay.engine import (
+from replenisher.replay.playback import (
     Choice,
     Diverged,
     Divergence,

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from replenisher.domain.archive import RunArchive
-from replenisher.replay.engine import ReplayReport
+from replenisher.replay.playback import ReplayReport
 from replenisher.templating import environment, render
 from replenisher.timeline.format import shorten
 from replenisher.timeline.html import LABEL, ROW, TOP, Frame, axis_ticks, row_label

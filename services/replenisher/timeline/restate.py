@@ -504,7 +504,7 @@ class RestateClient:
     async def stored_sku_record(self, sku: str) -> SkuRecord:
         sku = valid_sku(sku)
         rows = await self.sql(
-            "SELECT value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = 'record' "
+            f"SELECT value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = {literal(names.SKU_RECORD)} "
             f"AND service_key = {literal(sku)}"
         )
         if not rows or not rows[0].get("value_utf8"):
@@ -534,7 +534,8 @@ class RestateClient:
 
     async def sku_records(self) -> list[SkuRecord]:
         rows = await self.sql(
-            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = 'record'"
+            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'SkuAgent' "
+            f"AND key = {literal(names.SKU_RECORD)}"
         )
         records = [SkuRecord.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")]
         return sorted(records, key=lambda r: r.sku)
@@ -544,8 +545,8 @@ class RestateClient:
             return []
         keys = ", ".join(literal(valid_sku(s)) for s in skus)
         rows = await self.sql(
-            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'SkuAgent' AND key = 'record' "
-            f"AND service_key IN ({keys})"
+            "SELECT service_key, value_utf8 FROM state WHERE service_name = 'SkuAgent' "
+            f"AND key = {literal(names.SKU_RECORD)} AND service_key IN ({keys})"
         )
         return [SkuRecord.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")]
 
@@ -681,19 +682,19 @@ def channel_of(sender: Any) -> str | None:
 def decision_of(key: str, value: Any) -> Decision | None:
     """An approval message as a Decision. The message is the payload itself, or (once the
     sender is recorded) an envelope with `payload`, `sender` and `arrived_at`."""
+    promise = names.parse_promise(key)
     try:
-        n = int(key.rsplit("-", 1)[1])
         body = json.loads(value) if isinstance(value, str) else value
-    except (ValueError, IndexError, TypeError):
+    except (ValueError, TypeError):
         return None
-    if not isinstance(body, dict):
+    if promise is None or not isinstance(body, dict):
         return None
     payload = body.get("payload") if isinstance(body.get("payload"), dict) else body
     channel = channel_of(body.get("sender"))
     up_to = payload.get("up_to")
     arrived = body.get("arrived_at")
     return Decision(
-        round=n,
+        round=promise.seq,
         po_number=str(payload["po_number"]) if payload.get("po_number") else None,
         approved=payload["approved"] if isinstance(payload.get("approved"), bool) else None,
         up_to=float(up_to) if isinstance(up_to, int | float) else None,

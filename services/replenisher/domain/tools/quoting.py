@@ -11,6 +11,7 @@ from replenisher.domain.documents import PurchaseOrder, Quote, QuoteRequest, new
 from replenisher.domain.memory import discount_request_note
 from replenisher.domain.ports import Malformed, Rejected, World
 from replenisher.domain.security_log import UNKNOWN_SOURCE, supplier_source
+from replenisher.domain.sku import split_run_id
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs
 from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS, MAX_QUOTE_ROUNDS
@@ -189,7 +190,8 @@ class DraftPurchaseOrder(Call[DraftArgs, DraftResult]):
         quote = next(q for q in state.quotes if q.quote_id == args.quote_id)
         # The PO number is the order's idempotency key at the supplier: derived from the
         # run and the revision, so every retry and replay sends the same one.
-        po_number = f"PO-{state.run_id.removeprefix('replenish-')}-{state.po_revision + 1}"
+        sku, number = split_run_id(state.run_id)
+        po_number = f"PO-{sku}-{number}-{state.po_revision + 1}"
         return DraftResult(
             # Minted here, journaled with the draft: however often request_approval is retried
             # or replayed, the manager sees one request with one token for this PO.

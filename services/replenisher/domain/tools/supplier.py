@@ -7,13 +7,11 @@ approve, change a price limit, or enable a tool. A delivery date it states beyon
 
 from __future__ import annotations
 
-import re
 import time
 
 from pydantic import BaseModel
 
 from replenisher.domain.documents import Arrival, ChaseRequest, SupplierReply
-from replenisher.domain.extraction import extract_promises
 from replenisher.domain.ports import World
 from replenisher.domain.security_log import UNKNOWN_SOURCE, supplier_source
 from replenisher.domain.state import ReplyFacts, State
@@ -77,26 +75,6 @@ class WaitForSupplierReply(Wait[SupplierReply]):
             return "ignored a reply that is not about our order"
         state.unread_reply = payload
         return "the supplier replied"
-
-
-# Tool-less extraction of typed facts: the text is matched, never obeyed.
-_DAYS = re.compile(
-    r"(?:deliver\w*|ship\w*|dispatch\w*|arriv\w*)\D{0,40}?(\d{1,5}(?:\.\d+)?)\s*(?:business\s+)?days?", re.I
-)
-_PRICE = re.compile(r"(?:price|cost|at)\D{0,20}?(\d{1,7}\.\d{2})", re.I)
-_CONFIRM = re.compile(r"\b(confirm\w*|accept\w*|acknowledg\w*)\b", re.I)
-
-
-def extract_reply_facts(text: str, received_at: float) -> ReplyFacts:
-    days = _DAYS.search(text)
-    price = _PRICE.search(text)
-    return ReplyFacts(
-        confirmed=bool(_CONFIRM.search(text)),
-        delivery_days=float(days.group(1)) if days else None,
-        unit_price=float(price.group(1)) if price else None,
-        received_at=received_at,
-        promises=extract_promises(text, received_at),
-    )
 
 
 class ReadSupplierReply(Call[NoArgs, ReplyFacts]):

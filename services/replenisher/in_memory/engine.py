@@ -28,14 +28,15 @@ from replenisher.domain.documents import EventKind, StockLevel
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
 from replenisher.domain.ports import Rejected
+from replenisher.domain.sku import run_id_of
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Tool, Wait
 from replenisher.domain.turns import Ask
-from replenisher.engines.memory_world import DAY, SKU, Clock, Inbox, MemoryWorld
+from replenisher.in_memory.world import DAY, SKU, Clock, Inbox, MemoryWorld
 from replenisher.loop import Effect, RunRequest, StepFailed, replenish
+from replenisher.loop.archiving import Archiving, MemorySink
 from replenisher.loop.engine import ask_decider
 from replenisher.loop.request import CurrentWait
-from replenisher.replay.recording import Archiving, MemorySink
 
 T = TypeVar("T", bound=BaseModel)
 WAITS_BY_EVENT: dict[str, Wait[Any]] = {t.event: t for t in TOOLS if isinstance(t, Wait)}
@@ -168,7 +169,7 @@ async def run_in_memory(
 ) -> Run:
     stock = StockLevel(sku=SKU, on_hand=on_hand, safety_stock=20, target_stock=100, suppliers=suppliers)
     request = RunRequest(stock=stock, day_seconds=DAY, memory=memory, decider_terms=terms or DeciderTerms())
-    engine = MemoryEngine(f"replenish-{SKU}-{run_number}", decider, world, inbox, until=until)
+    engine = MemoryEngine(run_id_of(SKU, run_number), decider, world, inbox, until=until)
     sink = MemorySink()
     try:
         # Archived as the workflow archives it, for the suites that replay it.

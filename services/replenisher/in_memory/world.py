@@ -1,6 +1,6 @@
 """A simulated world in memory: ERP, suppliers, the manager and what arrives at the SKU's address.
 
-Used by the in-memory engine (`replenisher.engines.memory`) for the suites and for
+Used by the in-memory engine (`replenisher.in_memory.engine`) for the suites and for
 `scripts/claude_run.py`; every call the agent makes is recorded, so a test can judge a run
 from the world's records as it would on the real stack. Time is a `Clock` the waits move forward.
 """

@@ -32,6 +32,7 @@ from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 from replenisher.domain.turns import DeciderUnavailable
 from replenisher.durable.clock import Timed, journaled_time
+from replenisher.durable.contracts import ARRIVAL_OF, FINISH, NOTE_SECURITY, RoutedQuery
 from replenisher.durable.probes import crash_point, record_decision
 from replenisher.durable.spool import CallSpool
 from replenisher.durable.steps import retry_options, timed_step
@@ -195,20 +196,14 @@ class RestateEngine:
         runs after every deliver Restate accepted for the SKU before it: what it reports routed is
         all that arrived, with when it arrived (the inbound endpoint's stamp, else the SKU's clock).
         """
-        from replenisher.durable.sku_agent import RoutedQuery, arrival_of
-
         self._time = None
         with _stops():
-            arrival = await self.ctx.object_call(
-                arrival_of, self.sku, RoutedQuery(run_id=self.run_id, event=event, seq=seq)
-            )
+            arrival = await ARRIVAL_OF.call(self.ctx, self.sku, RoutedQuery(run_id=self.run_id, event=event, seq=seq))
         return arrival.arrived_at is not None and arrival.arrived_at <= deadline
 
     def checkpoint(self, state: State) -> None:
         """The state for the views, and what the run's security log recorded since the last
         checkpoint (counts included, however much it collapsed or dropped) to the SKU's record now."""
-        from replenisher.durable.sku_agent import note_security
-
         with _stops():
             # The SDK's own encoding of a model (`model_dump_json`), compared before it is written.
             written = state.model_dump_json().encode("utf-8")
@@ -217,7 +212,7 @@ class RestateEngine:
                 self._written = written
             if state.security.total != self._security_told.total:
                 news = state.security.news_since(self._security_told, state.now)
-                self.ctx.object_send(note_security, state.sku, SecurityNotes(run_id=state.run_id, events=news))
+                NOTE_SECURITY.send(self.ctx, state.sku, SecurityNotes(run_id=state.run_id, events=news))
                 self._security_told = state.security.model_copy(deep=True)
 
     def show_wait(self, wait: CurrentWait | None) -> None:
@@ -231,7 +226,5 @@ class RestateEngine:
                 self.ctx.set(names.WAITING, wait)
 
     def finish(self, result: ReplenishmentResult) -> None:
-        from replenisher.durable.sku_agent import finish
-
         with _stops():
-            self.ctx.object_send(finish, result.sku, result)
+            FINISH.send(self.ctx, result.sku, result)

@@ -1,0 +1,44 @@
+"""The package's architecture, as pyproject.toml's import-linter contracts state it, holds.
+
+Layers (cli, then the faces, the timeline, the loop's engines, the loop, the domain), the
+composition root between the Restate handlers and the parts it builds, adapters and deciders
+that know nothing of the loop, a domain that imports nothing outside itself, and no import
+cycle anywhere (a function-local import that hides one counts). A broken contract fails this
+test with its name and the imports that break it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+CONTRACTS = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+
+
+def verdict(report: str, name: str) -> str | None:
+    """KEPT or BROKEN as the report gives it for the contract (it wraps long names over lines)."""
+    flat, wanted = re.sub(r"\s+", " ", report), re.sub(r"\s+", " ", name)
+    found = re.search(re.escape(wanted) + r" (KEPT|BROKEN)", flat)
+    return found.group(1) if found else None
+
+
+def test_the_contracts_state_the_layers_the_domain_and_no_cycles() -> None:
+    assert {c["id"] for c in CONTRACTS} == {"layers", "composition", "pluggable", "domain", "acyclic"}
+    layers = next(c for c in CONTRACTS if c["id"] == "layers")["layers"]
+    assert layers[0] == "replenisher.cli" and layers[-2:] == ["replenisher.loop", "replenisher.domain"]
+
+
+def test_every_import_contract_is_kept() -> None:
+    assert LINT_IMPORTS.exists(), f"{LINT_IMPORTS} is missing: `make setup` installs import-linter (a dev dependency)"
+    done = subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    report = done.stdout + done.stderr
+    verdicts = {c["name"]: verdict(report, c["name"]) for c in CONTRACTS}
+    broken = [name for name, v in verdicts.items() if v != "KEPT"]
+    assert done.returncode == 0 and not broken, f"import contracts not kept: {broken}\n{report}"

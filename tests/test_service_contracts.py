@@ -1,0 +1,68 @@
+"""The calls between SkuAgent and Replenish (`durable/contracts.py`) against the handlers they name.
+
+Each side calls the other by address, not through the other's module; these tests hold every
+address to its handler (service, name, request and response types) and its encoding to the
+handler's own, so a journal written by a call through the handler replays against one by address.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from replenisher.domain.documents import StockLevel
+from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.security import SecurityNotes
+from replenisher.durable import contracts
+from replenisher.durable.app import SERVICES
+from replenisher.durable.archive import run_archive
+from replenisher.durable.contracts import Address, Message, RoutedQuery, RunRequest
+from replenisher.durable.replenish import replenish
+from replenisher.durable.sku_agent import sku_agent
+
+SAMPLES: dict[type[BaseModel], BaseModel] = {
+    RunRequest: RunRequest(
+        stock=StockLevel(sku="SKU-1", on_hand=3, safety_stock=10, target_stock=50, suppliers=["acme"]), day_seconds=5
+    ),
+    Message: Message(event="approval", seq=2, payload={"approved": True}, arrived_at=12.5),
+    RoutedQuery: RoutedQuery(run_id="replenish-SKU-1-1", event="goods", seq=0),
+    SecurityNotes: SecurityNotes(run_id="replenish-SKU-1-1", events=[]),
+    ReplenishmentResult: ReplenishmentResult(
+        run_id="replenish-SKU-1-1", sku="SKU-1", outcome="received", started_at=1.0, ended_at=2.0
+    ),
+}
+
+
+def test_every_address_names_a_handler_with_its_request_and_response_types() -> None:
+    assert contracts.mismatches([sku_agent, replenish, run_archive]) == []
+    assert [s.name for s in SERVICES] == ["SkuAgent", "Replenish", "RunArchive"]
+    # Both directions are covered: what the SKU calls on its runs and what a run calls on its SKU.
+    assert {a.service for a in contracts.ADDRESSES} == {contracts.SKU_AGENT, contracts.REPLENISH}
+
+
+def test_an_address_that_does_not_match_its_handler_is_named_with_what_differs() -> None:
+    wrong = (
+        Address[RoutedQuery, None](contracts.SKU_AGENT, "arrival_of", RoutedQuery, None),
+        Address[Message, None](contracts.REPLENISH, "deliver", RoutedQuery, None),  # type: ignore[arg-type]
+        Address[Message, None](contracts.REPLENISH, "hand_over", Message, None),
+    )
+    found = contracts.mismatches([sku_agent, replenish], wrong)
+    assert len(found) == 3, found
+    assert found[0].startswith("SkuAgent/arrival_of answers") and "RoutedArrival" in found[0]
+    assert found[1].startswith("Replenish/deliver takes") and "RoutedQuery" in found[1]
+    assert found[2] == "Replenish/hand_over: no such handler"
+    with pytest.raises(SystemExit, match="Replenish/run: no such handler; Replenish/deliver: no such handler"):
+        contracts.check_addresses([sku_agent])
+
+
+@pytest.mark.parametrize("address", contracts.ADDRESSES, ids=lambda a: f"{a.service}/{a.handler}")
+def test_an_address_sends_the_bytes_a_call_through_its_handler_sends(address: Address[Any, Any]) -> None:
+    service = {s.name: s for s in SERVICES}[address.service]
+    handler = service.handlers[address.handler]
+    sample = SAMPLES[address.request] if address.request is not None else None
+    encoded = address._encode(sample)
+    assert encoded == bytes(handler.handler_io.input_serde.serialize(sample))
+    if sample is not None:
+        assert type(sample).model_validate_json(encoded) == sample
