@@ -309,7 +309,7 @@ class Console:
             return await self.inbox(request, ("error", str(e)), 409)
         except BadDecision as e:
             return await self.inbox(request, ("error", str(e)), 400)
-        number = decided.run_id.rsplit("-", 1)[-1]
+        number = pages.run_number(decided.run_id)
         if decided.accepted_as is not None:
             note = quote(decided.accepted_line())
         else:

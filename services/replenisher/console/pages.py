@@ -239,6 +239,11 @@ def run_href(run_id: str) -> str:
     return f"/skus/{sku}/runs/{number}"
 
 
+def run_number(run_id: str) -> str:
+    """The run's number within its SKU, as the pages name a run ("run 3")."""
+    return split_run_id(run_id)[1]
+
+
 def down_banner() -> str:
     return render("down_banner.html", service_down=SERVICE_DOWN.get())
 
@@ -366,6 +371,7 @@ environment.globals.update(
     paused_detail=paused_detail,
     query_href=query_href,
     run_href=run_href,
+    run_number=run_number,
     security_tally=security_tally,
     until=until,
     waited_for=lambda tool: WAITED_FOR.get(tool, tool),
