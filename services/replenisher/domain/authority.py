@@ -1,0 +1,360 @@
+"""Who may approve what: the purchasing team's people, roles, limits and delegations.
+
+The product's own authority matrix, read from a TOML file the team keeps (see
+docs/operating/people.md). Pure rules over it, no I/O past reading the text:
+
+- a person approves an order only if they hold the `approver` role and the order's total is
+  within their limit (their limit for that supplier, where one is set);
+- a person on leave hands their approvals to a named delegate for a range of dates on the site
+  calendar: inside those dates the delegate may approve what the absent person could, and
+  requests meant for the absent person go to the delegate; outside them, nothing changes;
+- an order whose total is above the two-person threshold needs two different people; one
+  person's signature counts once, whoever they act for;
+- what was approved is bound by a digest of the PO's terms, so a signature given for one
+  revision of a PO cannot approve a re-quoted one.
+
+Roles are separate duties: an `admin` changes the matrix and settings but approves nothing
+unless they also hold `approver`; a `viewer` only reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from replenisher.domain.documents import SupplierId
+
+Role = Literal["approver", "operator", "viewer", "admin"]
+Action = Literal["view", "approve", "operate", "administer"]
+ROLE_ACTIONS: dict[Role, frozenset[Action]] = {
+    "viewer": frozenset({"view"}),
+    "approver": frozenset({"view", "approve"}),
+    "operator": frozenset({"view", "operate"}),
+    "admin": frozenset({"view", "operate", "administer"}),
+}
+"""What each role lets a person do. `admin` does not imply `approve`: whoever keeps the
+matrix should not be able to grant themselves the money it guards."""
+
+PersonId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9._\-]*$")]
+"""A short, lower-case handle (`ana`, `p.meyer`): what the audit log and the approvals record."""
+Email = Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+Money = Annotated[float, Field(ge=0, le=1_000_000_000_000)]
+"""An order total (quantity x unit price) in the site's currency."""
+
+
+class Person(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    id: PersonId
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
+    email: Email
+    roles: tuple[Role, ...] = Field(min_length=1)
+    limit: Money = Field(default=0, description="the highest order total they may approve")
+    supplier_limits: dict[SupplierId, Money] = Field(
+        default_factory=dict, description="a different limit for orders from these suppliers"
+    )
+
+    @model_validator(mode="after")
+    def _limits_need_the_role(self) -> Person:
+        if (self.limit or self.supplier_limits) and "approver" not in self.roles:
+            raise ValueError("has a limit but not the `approver` role: give the role or drop the limit")
+        return self
+
+    def may(self, action: Action) -> bool:
+        return any(action in ROLE_ACTIONS[role] for role in self.roles)
+
+    def own_limit(self, supplier: str) -> float:
+        """The highest order total this person may approve from `supplier` on their own authority."""
+        if not self.may("approve"):
+            return 0.0
+        return self.supplier_limits.get(supplier, self.limit)
+
+
+class Delegation(BaseModel):
+    """`from_` is away from `starts` to `ends` (both inclusive, site calendar dates); `to` acts for them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    from_: PersonId = Field(alias="from")
+    to: PersonId
+    starts: date
+    ends: date
+    note: str = Field(default="", max_length=500)
+
+    @model_validator(mode="after")
+    def _a_real_range(self) -> Delegation:
+        if self.from_ == self.to:
+            raise ValueError(f"{self.from_} cannot delegate to themselves")
+        if self.ends < self.starts:
+            raise ValueError(f"ends ({self.ends}) is before starts ({self.starts})")
+        return self
+
+    def active_on(self, day: date) -> bool:
+        return self.starts <= day <= self.ends
+
+
+class Authority(BaseModel):
+    """Why a person may approve an order: on their own limit, or acting for someone away."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    person: PersonId
+    limit: float
+    acting_for: PersonId | None = None
+
+
+class Refusal(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reason: str
+
+
+class Signature(BaseModel):
+    """One person's approval of one PO's terms, as the run keeps it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    person: PersonId
+    limit: float
+    acting_for: PersonId | None = None
+    digest: str
+    at: float
+
+
+def order_digest(
+    *, po_number: str, revision: int, supplier: str, quantity: int, unit_price: float, quote_id: str
+) -> str:
+    """What an approval approves, as a short hash: any change of terms (a re-quote is a new revision)
+    gives another digest, so a signature cannot move from one set of terms to another."""
+    terms = {
+        "po_number": po_number,
+        "revision": revision,
+        "supplier": supplier,
+        "quantity": quantity,
+        "unit_price": repr(float(unit_price)),
+        "quote_id": quote_id,
+    }
+    canonical = json.dumps(terms, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+class AuthorityMatrix(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    two_person_threshold: Money | None = Field(
+        default=None, description="orders whose total is above this need two different approvers"
+    )
+    people: tuple[Person, ...] = Field(min_length=1)
+    delegations: tuple[Delegation, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AuthorityMatrix:
+        ids = [p.id for p in self.people]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"person {', '.join(twice)} is listed more than once")
+        emails = [p.email.lower() for p in self.people]
+        shared = sorted({e for e in emails if emails.count(e) > 1})
+        if shared:
+            raise ValueError(f"email {', '.join(shared)} belongs to more than one person")
+        if not any(p.may("approve") for p in self.people):
+            raise ValueError("no one has the `approver` role: no order could ever be approved")
+        known = set(ids)
+        for d in self.delegations:
+            for who in (d.from_, d.to):
+                if who not in known:
+                    raise ValueError(f"delegation {d.from_} -> {d.to}: {who} is not one of the people")
+            if not self.person(d.from_).may("approve"):
+                raise ValueError(f"delegation {d.from_} -> {d.to}: {d.from_} approves nothing to hand over")
+        for a in self.delegations:
+            for b in self.delegations:
+                if a is b:
+                    continue
+                overlap = a.starts <= b.ends and b.starts <= a.ends
+                if overlap and a.from_ == b.from_:
+                    raise ValueError(
+                        f"{a.from_} delegates twice over the same days ({a.starts}..{a.ends} to {a.to}, "
+                        f"{b.starts}..{b.ends} to {b.to}): name one delegate per day"
+                    )
+                if overlap and a.to == b.from_:
+                    raise ValueError(
+                        f"{a.from_} delegates to {a.to}, who is away then too (delegating to {b.to}): "
+                        "delegations are not followed in chains; name the final delegate"
+                    )
+        if self.two_person_threshold is not None:
+            above = [p.id for p in self.people if p.may("approve") and _highest(p) > self.two_person_threshold]
+            if len(above) < 2:
+                raise ValueError(
+                    f"two_person_threshold is {self.two_person_threshold:g} but "
+                    f"{'only ' + above[0] if above else 'no one'} may approve above it: "
+                    "such orders could never get two signatures"
+                )
+        return self
+
+    # --- reading the matrix ---------------------------------------------------------------
+
+    def person(self, person_id: str) -> Person:
+        for p in self.people:
+            if p.id == person_id:
+                return p
+        raise KeyError(person_id)
+
+    def find(self, person_id: str) -> Person | None:
+        return next((p for p in self.people if p.id == person_id), None)
+
+    def away(self, person_id: str, day: date) -> Delegation | None:
+        """The delegation that covers `person_id` on `day`, if they are away."""
+        return next((d for d in self.delegations if d.from_ == person_id and d.active_on(day)), None)
+
+    def signatures_needed(self, total: float) -> int:
+        threshold = self.two_person_threshold
+        return 2 if threshold is not None and total > threshold else 1
+
+    # --- the rules --------------------------------------------------------------------------
+
+    def authority(self, person_id: str, total: float, supplier: str, day: date) -> Authority | Refusal:
+        """May `person_id` approve an order of `total` from `supplier` on site date `day`? The
+        widest authority they hold that day: their own limit, or that of someone they stand in for."""
+        person = self.find(person_id)
+        if person is None:
+            return Refusal(reason=f"{person_id!r} is not one of the people in the authority matrix")
+        options = [Authority(person=person.id, limit=person.own_limit(supplier))]
+        for d in self.delegations:
+            if d.to == person.id and d.active_on(day):
+                options.append(
+                    Authority(person=person.id, limit=self.person(d.from_).own_limit(supplier), acting_for=d.from_)
+                )
+        covering = [a for a in options if a.limit >= total]
+        if covering:
+            # The narrowest authority that covers it: acting for someone else only when one's own falls short.
+            return min(covering, key=lambda a: (a.acting_for is not None, a.limit))
+        if not person.may("approve") and len(options) == 1:
+            return Refusal(reason=f"{person.id} does not have the approver role")
+        widest = max(options, key=lambda a: a.limit)
+        acting = f" (acting for {widest.acting_for})" if widest.acting_for else ""
+        return Refusal(
+            reason=f"the order's total {total:,.2f} is above {person.id}'s limit of {widest.limit:,.2f}{acting}"
+        )
+
+    def approvers_for(self, total: float, supplier: str, day: date) -> list[PersonId]:
+        """Who to ask, in order: people whose own limit covers the total, lowest limit first (the
+        order goes no higher than it must), each replaced by their delegate while they are away."""
+        covering = sorted(
+            (p for p in self.people if p.may("approve") and p.own_limit(supplier) >= total),
+            key=lambda p: (p.own_limit(supplier), p.id),
+        )
+        asked: list[PersonId] = []
+        for p in covering:
+            leave = self.away(p.id, day)
+            who = leave.to if leave else p.id
+            if who not in asked:
+                asked.append(who)
+        return asked
+
+    def sign(
+        self,
+        signatures: tuple[Signature, ...],
+        person_id: str,
+        *,
+        total: float,
+        supplier: str,
+        day: date,
+        digest: str,
+        expected_digest: str,
+        at: float,
+    ) -> tuple[Signature, ...] | Refusal:
+        """Add `person_id`'s approval to those a PO already has, or say why not. Nothing changes on a refusal."""
+        if digest != expected_digest:
+            return Refusal(reason="the approval is for other terms than the PO waiting (re-quoted or changed)")
+        if any(s.person == person_id for s in signatures):
+            return Refusal(reason=f"{person_id} has already approved this PO; a second signature must be someone else")
+        if len(signatures) >= self.signatures_needed(total):
+            return Refusal(reason="this PO already has all the signatures it needs")
+        granted = self.authority(person_id, total, supplier, day)
+        if isinstance(granted, Refusal):
+            return granted
+        return (
+            *signatures,
+            Signature(person=granted.person, limit=granted.limit, acting_for=granted.acting_for, digest=digest, at=at),
+        )
+
+    def approved(self, signatures: tuple[Signature, ...], total: float, digest: str) -> bool:
+        """Enough different people have signed these very terms."""
+        people = {s.person for s in signatures if s.digest == digest and s.limit >= total}
+        return len(people) >= self.signatures_needed(total)
+
+
+def _highest(person: Person) -> float:
+    return max([person.limit, *person.supplier_limits.values()])
+
+
+# --- the matrix file ----------------------------------------------------------------------------
+
+
+class AuthorityFileError(ValueError):
+    """The matrix file is unreadable or wrong; the message names the file and the place."""
+
+
+def parse_authority(text: str, source: str = "people.toml") -> AuthorityMatrix:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise AuthorityFileError(f"{source}: not valid TOML: {e}") from None
+    try:
+        return AuthorityMatrix.model_validate(raw)
+    except ValidationError as e:
+        raise AuthorityFileError(f"{source}: {_explain(e, raw)}") from None
+
+
+def load_authority(path: Path) -> AuthorityMatrix:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise AuthorityFileError(f"{path}: cannot read the authority matrix ({e.strerror or e})") from None
+    return parse_authority(text, str(path))
+
+
+def _explain(error: ValidationError, raw: object) -> str:
+    """pydantic's errors in the file's words: `person 'ana': limit: must be a number, got 'lots'`."""
+    lines: list[str] = []
+    errors = error.errors(include_url=False)
+    # A tuple whose item failed also reports itself as short: the item's own error says it all.
+    inner = {item["loc"][0] for item in errors if len(item["loc"]) > 1}
+    for item in errors:
+        if item["type"] == "too_short" and len(item["loc"]) == 1 and item["loc"][0] in inner:
+            continue
+        loc = list(item["loc"])
+        where: list[str] = []
+        if len(loc) >= 2 and loc[0] in ("people", "delegations") and isinstance(loc[1], int):
+            entry = _entry(raw, str(loc[0]), loc[1])
+            if loc[0] == "people":
+                where.append(f"person {entry.get('id', '#' + str(loc[1] + 1))!r}")
+            else:
+                where.append(f"delegation {entry.get('from', '?')} -> {entry.get('to', '?')}")
+            loc = loc[2:]
+        field = ".".join(str(part) for part in loc if part not in ("function-after",))
+        if field:
+            where.append(field.replace("from_", "from"))
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] in ("float_parsing", "float_type"):
+            message = f"must be a number, got {item.get('input')!r}"
+        elif item["type"] == "extra_forbidden":
+            message = "is not a setting this file knows (a typo?)"
+        elif item["type"] == "literal_error" and "roles" in field:
+            message = f"{item.get('input')!r} is not a role (approver, operator, viewer, admin)"
+        lines.append(f"{': '.join(where)}: {message}" if where else message)
+    return "; ".join(lines)
+
+
+def _entry(raw: object, table: str, index: int) -> dict[str, object]:
+    if isinstance(raw, dict):
+        rows = raw.get(table)
+        if isinstance(rows, list) and index < len(rows) and isinstance(rows[index], dict):
+            return rows[index]
+    return {}
