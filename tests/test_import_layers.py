@@ -28,7 +28,7 @@ def verdict(report: str, name: str) -> str | None:
 
 
 def test_the_contracts_state_the_layers_the_domain_and_no_cycles() -> None:
-    assert {c["id"] for c in CONTRACTS} == {"layers", "composition", "pluggable", "domain", "acyclic"}
+    assert {c["id"] for c in CONTRACTS} == {"layers", "composition", "pluggable", "domain", "acyclic", "identity"}
     layers = next(c for c in CONTRACTS if c["id"] == "layers")["layers"]
     assert layers[0] == "replenisher.cli" and layers[-2:] == ["replenisher.loop", "replenisher.domain"]
 

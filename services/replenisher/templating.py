@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 PACKAGE = Path(__file__).parent
 CONSOLE_TEMPLATES = PACKAGE / "console" / "templates"
 TIMELINE_TEMPLATES = PACKAGE / "timeline" / "templates"
+IDENTITY_TEMPLATES = PACKAGE / "identity" / "templates"
 CONSOLE_STATIC = PACKAGE / "console" / "static"
 # The timeline's stylesheet: served to the console's pages, and written into a timeline page
 # someone downloads (which must show without the console), so the loader finds it too.
@@ -42,7 +43,7 @@ def fmt(value: Any, spec: str) -> str:
 
 
 environment = Environment(
-    loader=CompactLoader([CONSOLE_TEMPLATES, TIMELINE_TEMPLATES, TIMELINE_STATIC]),
+    loader=CompactLoader([CONSOLE_TEMPLATES, TIMELINE_TEMPLATES, IDENTITY_TEMPLATES, TIMELINE_STATIC]),
     autoescape=True,
     undefined=StrictUndefined,
     trim_blocks=False,

@@ -44,6 +44,10 @@ matrix should not be able to grant themselves the money it guards."""
 PersonId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9._\-]*$")]
 """A short, lower-case handle (`ana`, `p.meyer`): what the audit log and the approvals record."""
 Email = Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
+PasswordHash = Annotated[
+    str, Field(max_length=400, pattern=r"^\$argon2(id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$")
+]
+"""An argon2 hash in its standard text form (never a password): `replenisher people hash-password` makes one."""
 Money = Annotated[float, Field(ge=0, le=1_000_000_000_000)]
 """An order total (quantity x unit price) in the site's currency."""
 
@@ -58,6 +62,9 @@ class Person(BaseModel):
     limit: Money = Field(default=0, description="the highest order total they may approve")
     supplier_limits: dict[SupplierId, Money] = Field(
         default_factory=dict, description="a different limit for orders from these suppliers"
+    )
+    password_hash: PasswordHash | None = Field(
+        default=None, description="for signing in to the console without an identity provider", repr=False
     )
 
     @model_validator(mode="after")
@@ -344,6 +351,8 @@ def _explain(error: ValidationError, raw: object) -> str:
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] in ("float_parsing", "float_type"):
             message = f"must be a number, got {item.get('input')!r}"
+        elif item["type"] == "string_pattern_mismatch" and field == "password_hash":
+            message = "is not an argon2 hash (make one with `replenisher people hash-password`)"
         elif item["type"] == "extra_forbidden":
             message = "is not a setting this file knows (a typo?)"
         elif item["type"] == "literal_error" and "roles" in field:

@@ -1,0 +1,44 @@
+"""The authority matrix file as the console reads it: checked whole at start, re-read when it changes.
+
+A mistake at start stops the console with the file's own error. A mistake in a later edit keeps
+the last good matrix in force (a half-saved file must not lock everyone out, nor let anyone in)
+and says so in the log and on `error` until the file is right again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from replenisher.domain.authority import AuthorityFileError, AuthorityMatrix, load_authority
+
+log = logging.getLogger(__name__)
+
+
+class MatrixFile:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._stamp = self._stat()
+        self._matrix = load_authority(path)  # at start a mistake is fatal: AuthorityFileError
+        self.error: str | None = None
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def current(self) -> AuthorityMatrix:
+        stamp = self._stat()
+        if stamp != self._stamp:
+            self._stamp = stamp
+            try:
+                self._matrix = load_authority(self.path)
+                self.error = None
+                log.warning("authority matrix re-read from %s", self.path)
+            except AuthorityFileError as e:
+                self.error = f"{e} (the last good matrix stays in force)"
+                log.error("%s", self.error)
+        return self._matrix

@@ -1,0 +1,32 @@
+"""Local passwords, for a console without an identity provider: argon2id, never the password itself."""
+
+from __future__ import annotations
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+_HASHER = PasswordHasher()  # argon2id with the library's current recommended costs
+MIN_LENGTH = 12
+
+
+class WeakPassword(ValueError):
+    pass
+
+
+def hash_password(password: str) -> str:
+    if len(password) < MIN_LENGTH:
+        raise WeakPassword(f"a password needs at least {MIN_LENGTH} characters")
+    return _HASHER.hash(password)
+
+
+def verify_password(password_hash: str, password: str) -> bool:
+    """True only for the right password; a wrong one, or a hash that is not argon2, is False."""
+    try:
+        return _HASHER.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+# A hash of nothing anyone can type, checked when the person is unknown or has no password, so a
+# wrong id costs the same time as a wrong password and the answer tells nothing about who exists.
+DECOY_HASH = _HASHER.hash("\x00 not a password anyone can type \x00")

@@ -1,0 +1,66 @@
+"""What an operator configures for sign-in is checked before the console starts: each mistake
+gets its reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from replenisher.identity.passwords import WeakPassword, hash_password, verify_password
+from replenisher.identity.settings import OidcSettings, SignInSettings
+
+SECRET = "s" * 32
+
+
+def settings(**changes: object) -> SignInSettings:
+    values: dict[str, object] = {"people_file": Path("people.toml"), "session_secret": SECRET}
+    values["public_url"] = "http://127.0.0.1:8090"
+    return SignInSettings.model_validate(values | changes)
+
+
+def refused(**changes: object) -> str:
+    with pytest.raises(ValidationError) as caught:
+        settings(**changes)
+    return str(caught.value)
+
+
+def test_the_defaults_hold_on_loopback() -> None:
+    plain = settings()
+    assert plain.callback_url == "http://127.0.0.1:8090/auth/callback" and not plain.secure_cookies
+    assert settings(public_url="https://buy.plant.example/").public_url == "https://buy.plant.example"
+    assert settings(public_url="https://buy.plant.example").secure_cookies
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"session_secret": "short"}, "at least 32 characters"),
+        ({"public_url": "http://buy.plant.example"}, "plain http beyond this machine"),
+        ({"public_url": "https://buy.plant.example/console"}, "a scheme and host"),
+        ({"public_url": "buy.plant.example"}, "a scheme and host"),
+        ({"session_hours": 0}, "greater than 0"),
+        ({"oidc": {"issuer": "login.example", "client_id": "c", "client_secret": "x"}}, "http(s) URL"),
+        ({"oidc": {"issuer": "https://login.example", "client_id": "", "client_secret": "x"}}, "client_id"),
+    ],
+)
+def test_each_mistake_is_refused_with_its_reason(changes: dict[str, object], says: str) -> None:
+    assert says in refused(**changes)
+
+
+def test_the_secrets_do_not_show_in_the_settings_printed() -> None:
+    oidc = OidcSettings(issuer="https://login.example/", client_id="c", client_secret="the-client-secret")
+    shown = repr(settings(oidc=oidc))
+    assert SECRET not in shown and "the-client-secret" not in shown
+    assert oidc.issuer == "https://login.example"
+
+
+def test_a_password_is_kept_as_an_argon2_hash_and_short_ones_are_refused() -> None:
+    stored = hash_password("a long enough passphrase")
+    assert stored.startswith("$argon2id$") and "passphrase" not in stored
+    assert verify_password(stored, "a long enough passphrase")
+    assert not verify_password(stored, "a long enough passphrasE")
+    assert not verify_password("not a hash", "anything")
+    with pytest.raises(WeakPassword, match="at least 12 characters"):
+        hash_password("short")
