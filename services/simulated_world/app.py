@@ -447,7 +447,7 @@ async def start() -> SimulatedWorld:
     door = None
     if settings.inbound_url is not None and settings.party_secrets_file is not None:
         door = InboundDoor(str(settings.inbound_url), load_secrets(settings.party_secrets_file))
-    world = SimulatedWorld(
+    world = SimulatedWorld.over_http(
         Clock(
             settings.day_seconds,
             wall_origin=settings.clock_wall_origin,
