@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from replenisher.adapters.suppliers import malformed
 from replenisher.domain.documents import (
     ApprovalDecision,
     ApprovalReminder,
@@ -41,7 +42,7 @@ from replenisher.domain.documents import (
     StockLevel,
 )
 from replenisher.domain.extraction import OfflineReplyReader
-from replenisher.domain.ports import Malformed, Rejected, ReplyReader
+from replenisher.domain.ports import Rejected, ReplyReader
 from replenisher.domain.state import State
 from replenisher.domain.tools import Wait
 from simulated_world.calls import CallRecord, Service
@@ -354,8 +355,7 @@ def supplier_document(said: D | dict[str, Any], model: type[D], where: str) -> D
     try:
         return model.model_validate(said)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:3])
-        raise Malformed(f"{model.__name__} from {where[:80]}: {problems}"[:300]) from exc
+        raise malformed(model, where, exc) from exc
 
 
 @dataclass
