@@ -2,7 +2,8 @@
 
 Layers (cli, then the faces, the timeline, the loop's engines, the loop, the domain), the
 composition root between the Restate handlers and the parts it builds, adapters and deciders
-that know nothing of the loop, a domain that imports nothing outside itself, and no import
+that know nothing of the loop, a domain that imports nothing outside itself, a service that
+never imports the simulated world (only the in-memory engine runs on it), and no import
 cycle anywhere (a function-local import that hides one counts). A broken contract fails this
 test with its name and the imports that break it.
 """
@@ -28,9 +29,23 @@ def verdict(report: str, name: str) -> str | None:
 
 
 def test_the_contracts_state_the_layers_the_domain_and_no_cycles() -> None:
-    assert {c["id"] for c in CONTRACTS} == {"layers", "composition", "pluggable", "domain", "acyclic", "identity"}
+    assert {c["id"] for c in CONTRACTS} == {
+        "layers",
+        "composition",
+        "pluggable",
+        "domain",
+        "acyclic",
+        "service-without-world",
+        "identity",
+    }
     layers = next(c for c in CONTRACTS if c["id"] == "layers")["layers"]
     assert layers[0] == "replenisher.cli" and layers[-2:] == ["replenisher.loop", "replenisher.domain"]
+    # The world's adapter lives in the in-memory engine, a sibling of the Restate one that neither imports.
+    assert "replenisher.durable | replenisher.in_memory | replenisher.replay" in layers
+    no_world = next(c for c in CONTRACTS if c["id"] == "service-without-world")
+    assert no_world["forbidden_modules"] == ["simulated_world"] and not no_world.get("ignore_imports")
+    served = {"replenisher.durable", "replenisher.inbound", "replenisher.wiring", "replenisher.adapters"}
+    assert served <= set(no_world["source_modules"]) and "replenisher.in_memory" not in no_world["source_modules"]
 
 
 def test_every_import_contract_is_kept() -> None:

@@ -51,7 +51,9 @@ PLATFORMS = {
 # adapters' httpx client (without it they use httpx's own, as on Lambda).
 SERVER_ONLY = {"hypercorn", "granian", "uvloop", "httpx-aiohttp"}
 # The manager's web console (its web framework and its pages' templates) runs beside Restate, never on Lambda.
-CONSOLE_ONLY = {"starlette", "jinja2"}
+CONSOLE_ONLY = {"starlette", "jinja2", "argon2-cffi", "authlib", "itsdangerous"}
+# The simulated world's web framework: the world is a stand-in for the outside, never deployed with the service.
+WORLD_ONLY = {"fastapi"}
 # Shipped by Lambda's Python runtime itself (the key reads use them): never bundled, should one become a dependency.
 RUNTIME_PROVIDED = {"boto3", "botocore"}
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -63,10 +65,11 @@ class BuildError(RuntimeError):
 
 
 def runtime_requirements() -> list[str]:
-    """The project's dependencies from pyproject.toml, less those only the ASGI server or the console
-    needs and those the Lambda runtime provides."""
+    """The project's dependencies from pyproject.toml, less those only the ASGI server, the console or
+    the simulated world needs and those the Lambda runtime provides."""
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
-    return [r for r in project["dependencies"] if _name_of(r) not in SERVER_ONLY | CONSOLE_ONLY | RUNTIME_PROVIDED]
+    left_out = SERVER_ONLY | CONSOLE_ONLY | WORLD_ONLY | RUNTIME_PROVIDED
+    return [r for r in project["dependencies"] if _name_of(r) not in left_out]
 
 
 def _name_of(requirement: str) -> str:

@@ -1,18 +1,24 @@
-"""The world's HTTP API: routes to the simulated ERP, suppliers and manager, and nothing else.
+"""The world's HTTP API on FastAPI: routes to the simulated ERP, suppliers and manager, and nothing else.
 
 Serve with `hypercorn simulated_world.app:app --bind 127.0.0.1:9100 -w 0`; configure with
 WORLD_INGRESS_URL, WORLD_DAY_SECONDS, WORLD_CATALOGUE, and WORLD_INBOUND_URL with
 WORLD_PARTY_SECRETS_FILE to push through the inbound endpoint, signed (see settings.py).
+Its OpenAPI schema is served at /openapi.json; docs/world-api.md is checked against it
+(tests/world/test_world_api_docs.py). Refusals keep the world's own shape, `{"error": reason}`
+(routing.py), and JSON bodies are read strictly.
 """
 
 from __future__ import annotations
 
 import logging
 import ssl
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Annotated, Any, TypeVar, cast
 
 import httpx
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from replenisher.domain.calendar import BusinessCalendar
@@ -21,14 +27,18 @@ from replenisher.domain.documents import (
     ApprovalRequest,
     CancelRequest,
     ChaseRequest,
+    LivePrice,
+    OrderAck,
     PurchaseOrder,
     PurchaseOrderClosure,
+    Quote,
     QuoteRequest,
     Sku,
+    StockLevel,
     SupplierId,
 )
 from replenisher.inbound.signing import load_secrets
-from simulated_world.calls import CallFilter, CallList, CallRecord, FirstCallQuery, Service
+from simulated_world.calls import CallFilter, CallList, CallRecord, FirstCall, FirstCallQuery, Service
 from simulated_world.catalogue import load
 from simulated_world.clock import Clock
 from simulated_world.erp import (
@@ -36,24 +46,35 @@ from simulated_world.erp import (
     ClosureList,
     ItemList,
     ItemSetup,
+    ItemSuppliers,
     ManualReceipt,
     ReceiptFilter,
     ReceiptList,
 )
-from simulated_world.errors import BadRequest, NotFound
+from simulated_world.errors import BadRequest, NotFound, Unavailable
 from simulated_world.faults import SupplierFaults
 from simulated_world.manager import (
+    ApprovalEntry,
     ApprovalFilter,
     ApprovalList,
     DecisionBody,
     ManagerPolicy,
+    ReminderEntry,
     ReminderFilter,
     ReminderList,
 )
 from simulated_world.messenger import InboundDoor, MessageFilter, MessageList
-from simulated_world.routing import JsonApp, Request, Response, Route, Router, ok
+from simulated_world.routing import (
+    Envelope,
+    ErrorBody,
+    Scope,
+    StrictJsonRoute,
+    install_error_handlers,
+    loose_json,
+    refusal,
+)
 from simulated_world.settings import WorldSettings
-from simulated_world.suppliers import OrderFilter, OrderList, SupplierSetup
+from simulated_world.suppliers import OrderFilter, OrderList, Supplier, SupplierSetup, SupplierView
 from simulated_world.world import SimulatedWorld
 
 log = logging.getLogger(__name__)
@@ -103,6 +124,8 @@ class Cancelled(BaseModel):
 _sku = TypeAdapter(Sku)
 _supplier_id = TypeAdapter(SupplierId)
 
+M = TypeVar("M", bound=BaseModel)
+
 
 def _valid_id(adapter: TypeAdapter[str], value: str, what: str) -> str:
     try:
@@ -111,234 +134,300 @@ def _valid_id(adapter: TypeAdapter[str], value: str, what: str) -> str:
         raise BadRequest(f"{value!r} is not a valid {what}") from None
 
 
-router: Router[SimulatedWorld] = Router()
-route = router.route
+def the_world(request: Request) -> SimulatedWorld:
+    world: SimulatedWorld | None = getattr(request.app.state, "world", None)
+    if world is None:
+        raise Unavailable("the world is not started")
+    return world
+
+
+World = Annotated[SimulatedWorld, Depends(the_world)]
+
+
+class SupplierRoute(StrictJsonRoute):
+    """A supplier's endpoint: an unknown supplier (404) or one that is down (503) answers so before
+    it looks at the request, and a refused request changes nothing."""
+
+    async def before_body(self, request: Request) -> None:
+        request.state.supplier = the_world(request).reach_supplier(request.path_params["sid"])
+
+
+def reached(request: Request, sid: str) -> Supplier:
+    """The supplier `SupplierRoute` reached (`sid` named here so the schema lists it)."""
+    supplier: Supplier = request.state.supplier
+    return supplier
+
+
+Reached = Annotated[Supplier, Depends(reached)]
+IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key")]
+
+RECORDED: dict[Callable[..., Any], tuple[Service, str]] = {}
+"""The routes whose calls are the agent's, recorded in the call log (`/admin/calls`) as (service, operation)."""
+
+
+def recorded(service: Service, op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def mark(endpoint: Callable[..., Any]) -> Callable[..., Any]:
+        RECORDED[endpoint] = (service, op)
+        return endpoint
+
+    return mark
+
+
+REFUSED: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorBody, "description": "refused, with the reason: bad input 400, unknown 404, conflict 409"},
+    "5XX": {"model": ErrorBody, "description": "a supplier that is down or lost its answer (503)"},
+}
+CREATED = "201 when new; a repeat is answered 200 with the first one"
+
+router = APIRouter(route_class=StrictJsonRoute, responses=REFUSED)
+suppliers = APIRouter(route_class=SupplierRoute, responses=REFUSED, tags=["suppliers"])
+
+# Path parameters are whole segments, `%2F` inside one decoded (routing.SegmentConvertor).
+SID = "{sid:segment}"
+SKU = "{sku:segment}"
+PO = "{po_number:segment}"
 
 
 # --- health and setup ------------------------------------------------------------------
 
 
-@route("GET", "/health")
-async def health(world: SimulatedWorld, req: Request) -> Response:
-    return ok(Health())
+@router.get("/health", tags=["admin"])
+async def health() -> Health:
+    return Health()
 
 
-@route("PUT", "/admin/suppliers/{sid}")
-async def put_supplier(world: SimulatedWorld, req: Request) -> Response:
-    sid = _valid_id(_supplier_id, req.path_params["sid"], "supplier id")
-    return ok(world.set_supplier(sid, req.parse(SupplierSetup)).view())
+@router.put(f"/admin/suppliers/{SID}", tags=["admin"])
+async def put_supplier(world: World, sid: str, setup: SupplierSetup) -> SupplierView:
+    sid = _valid_id(_supplier_id, sid, "supplier id")
+    return world.set_supplier(sid, setup).view()
 
 
-@route("PUT", "/admin/items/{sku}")
-async def put_item(world: SimulatedWorld, req: Request) -> Response:
-    sku = _valid_id(_sku, req.path_params["sku"], "SKU")
-    return ok(world.set_item(sku, req.parse(ItemSetup)))
+@router.put(f"/admin/items/{SKU}", tags=["admin"])
+async def put_item(world: World, sku: str, setup: ItemSetup) -> StockLevel:
+    sku = _valid_id(_sku, sku, "SKU")
+    return world.set_item(sku, setup)
 
 
-@route("GET", "/admin/calls")
-async def list_calls(world: SimulatedWorld, req: Request) -> Response:
-    return ok(CallList(calls=world.calls.find(req.parse_query(CallFilter))))
+@router.get("/admin/calls", tags=["admin"])
+async def list_calls(world: World, where: Annotated[CallFilter, Query()]) -> CallList:
+    return CallList(calls=world.calls.find(where))
 
 
-@route("GET", "/admin/first-call")
-async def first_call(world: SimulatedWorld, req: Request) -> Response:
-    return ok(await world.calls.first(req.parse_query(FirstCallQuery)))
+@router.get("/admin/first-call", tags=["admin"])
+async def first_call(world: World, query: Annotated[FirstCallQuery, Query()]) -> FirstCall:
+    return await world.calls.first(query)
 
 
-@route("GET", "/admin/orders")
-async def list_orders(world: SimulatedWorld, req: Request) -> Response:
-    return ok(OrderList(orders=world.orders(req.parse_query(OrderFilter))))
+@router.get("/admin/orders", tags=["admin"])
+async def list_orders(world: World, where: Annotated[OrderFilter, Query()]) -> OrderList:
+    return OrderList(orders=world.orders(where))
 
 
-@route("GET", "/admin/messages")
-async def list_messages(world: SimulatedWorld, req: Request) -> Response:
-    return ok(MessageList(messages=world.messenger.find(req.parse_query(MessageFilter))))
+@router.get("/admin/messages", tags=["admin"])
+async def list_messages(world: World, where: Annotated[MessageFilter, Query()]) -> MessageList:
+    return MessageList(messages=world.messenger.find(where))
 
 
-@route("GET", "/admin/clock")
-async def clock(world: SimulatedWorld, req: Request) -> Response:
+@router.get("/admin/clock", tags=["admin"])
+async def clock(world: World) -> ClockView:
     now = world.clock.now()
-    return ok(
-        ClockView(
-            now=now,
-            day_seconds=world.clock.day_seconds,
-            started_at=world.clock.started_at,
-            day=world.clock.day_number(now),
-            calendar_now=world.clock.calendar(now),
-            date=world.clock.date(now),
-            calendar=world.clock.site.calendar,
-        )
+    return ClockView(
+        now=now,
+        day_seconds=world.clock.day_seconds,
+        started_at=world.clock.started_at,
+        day=world.clock.day_number(now),
+        calendar_now=world.clock.calendar(now),
+        date=world.clock.date(now),
+        calendar=world.clock.site.calendar,
     )
 
 
 # --- ERP -------------------------------------------------------------------------------
 
 
-@route("GET", "/erp/stock/{sku}", call=("erp", "get_stock"))
-async def get_stock(world: SimulatedWorld, req: Request) -> Response:
-    return ok(world.stock(req.path_params["sku"]))
+@router.get(f"/erp/stock/{SKU}", tags=["erp"])
+@recorded("erp", "get_stock")
+async def get_stock(world: World, sku: str) -> StockLevel:
+    return world.stock(sku)
 
 
-@route("GET", "/erp/items", call=("erp", "list_items"))
-async def list_items(world: SimulatedWorld, req: Request) -> Response:
+@router.get("/erp/items", tags=["erp"])
+@recorded("erp", "list_items")
+async def list_items(world: World) -> ItemList:
     """The item master with every SKU's stock now: one read for a whole overview."""
-    return ok(ItemList(items=world.erp.all_items(world.clock.now())))
+    return ItemList(items=world.erp.all_items(world.clock.now()))
 
 
-@route("GET", "/erp/items/{sku}")
-async def item_suppliers(world: SimulatedWorld, req: Request) -> Response:
+@router.get(f"/erp/items/{SKU}", tags=["erp"])
+async def item_suppliers(world: World, sku: str) -> ItemSuppliers:
     """One SKU's approved suppliers: the inbound endpoint's check of who may write about it.
     Not a call of the agent's, so not recorded among them."""
-    return ok(world.erp.suppliers_of(req.path_params["sku"]))
+    return world.erp.suppliers_of(sku)
 
 
-@route("GET", "/erp/suppliers", call=("erp", "list_suppliers"))
-async def list_suppliers(world: SimulatedWorld, req: Request) -> Response:
+@router.get("/erp/suppliers", tags=["erp"])
+@recorded("erp", "list_suppliers")
+async def list_suppliers(world: World) -> SupplierDirectory:
     """The supplier master: ids and names, so people read names rather than ids."""
-    return ok(SupplierDirectory(suppliers=[SupplierName(id=s.id, name=s.setup.name) for s in world.suppliers.values()]))
+    return SupplierDirectory(suppliers=[SupplierName(id=s.id, name=s.setup.name) for s in world.suppliers.values()])
 
 
-@route("POST", "/erp/purchase-orders/{po_number}/close", call=("erp", "close_purchase_order"))
-async def close_purchase_order(world: SimulatedWorld, req: Request) -> Response:
-    po_number = req.path_params["po_number"]
-    world.close_purchase_order(po_number, req.parse(PurchaseOrderClosure))
-    return ok(Closed(po_number=po_number))
+@router.post(f"/erp/purchase-orders/{PO}/close", tags=["erp"])
+@recorded("erp", "close_purchase_order")
+async def close_purchase_order(world: World, po_number: str, closure: PurchaseOrderClosure) -> Closed:
+    world.close_purchase_order(po_number, closure)
+    return Closed(po_number=po_number)
 
 
-@route("GET", "/erp/goods-receipts", call=("erp", "goods_receipts"))
-async def goods_receipts(world: SimulatedWorld, req: Request) -> Response:
-    return ok(ReceiptList(receipts=world.erp.find_receipts(req.parse_query(ReceiptFilter))))
+@router.get("/erp/goods-receipts", tags=["erp"])
+@recorded("erp", "goods_receipts")
+async def goods_receipts(world: World, where: Annotated[ReceiptFilter, Query()]) -> ReceiptList:
+    return ReceiptList(receipts=world.erp.find_receipts(where))
 
 
-@route("GET", "/erp/goods-receipts/{receipt_id}", call=("erp", "goods_receipt"))
-async def goods_receipt(world: SimulatedWorld, req: Request) -> Response:
-    return ok(world.erp.receipt(req.path_params["receipt_id"]))
+@router.get("/erp/goods-receipts/{receipt_id:segment}", tags=["erp"])
+@recorded("erp", "goods_receipt")
+async def goods_receipt(world: World, receipt_id: str) -> BookedReceipt:
+    return world.erp.receipt(receipt_id)
 
 
-@route("POST", "/admin/goods-receipts")
-async def book_goods(world: SimulatedWorld, req: Request) -> Response:
-    manual = req.parse(ManualReceipt)
+@router.post("/admin/goods-receipts", tags=["admin"])
+async def book_goods(world: World, manual: ManualReceipt) -> BookedReceipt:
     # By hand, a SKU the ERP does not list is a typo: booking it would add stock nowhere.
     if manual.sku not in world.erp.items:
         raise NotFound(f"the ERP does not list SKU {manual.sku!r}: nothing booked")
     receipt = BookedReceipt(**manual.model_dump(), booked_at=world.clock.now())
-    return ok(world.erp.book_goods(receipt))
+    return world.erp.book_goods(receipt)
 
 
-@route("GET", "/erp/closures", call=("erp", "closures"))
-async def closures(world: SimulatedWorld, req: Request) -> Response:
-    return ok(ClosureList(closures=world.erp.find_closures(req.parse_query(ReceiptFilter))))
+@router.get("/erp/closures", tags=["erp"])
+@recorded("erp", "closures")
+async def closures(world: World, where: Annotated[ReceiptFilter, Query()]) -> ClosureList:
+    return ClosureList(closures=world.erp.find_closures(where))
 
 
 # --- suppliers -------------------------------------------------------------------------
+# A faulty supplier may answer a quote or an acknowledgement with crafted fields (faults.py):
+# those go out as given, unvalidated, hence the `| dict[str, Any]`.
 
 
-@route("POST", "/suppliers/{sid}/quotes", call=("supplier", "quote"))
-async def quote(world: SimulatedWorld, req: Request) -> Response:
-    supplier = world.reach_supplier(req.path_params["sid"])
-    return ok(world.quote(supplier, req.parse(QuoteRequest)))
+@suppliers.post(f"/suppliers/{SID}/quotes")
+@recorded("supplier", "quote")
+async def quote(world: World, supplier: Reached, request: QuoteRequest) -> Quote | dict[str, Any]:
+    return world.quote(supplier, request)
 
 
-@route("GET", "/suppliers/{sid}/prices/{sku}", call=("supplier", "live_price"))
-async def live_price(world: SimulatedWorld, req: Request) -> Response:
-    supplier = world.reach_supplier(req.path_params["sid"])
-    return ok(world.live_price(supplier, req.path_params["sku"]))
+@suppliers.get(f"/suppliers/{SID}/prices/{SKU}")
+@recorded("supplier", "live_price")
+async def live_price(world: World, supplier: Reached, sku: str) -> LivePrice:
+    return world.live_price(supplier, sku)
 
 
-@route("POST", "/suppliers/{sid}/orders", call=("supplier", "place_order"))
-async def place_order(world: SimulatedWorld, req: Request) -> Response:
-    supplier = world.reach_supplier(req.path_params["sid"])
-    key = req.headers.get("idempotency-key")
+@suppliers.post(f"/suppliers/{SID}/orders", responses={201: {"description": CREATED}})
+@recorded("supplier", "place_order")
+async def place_order(
+    world: World, supplier: Reached, po: PurchaseOrder, response: Response, key: IdempotencyKey = None
+) -> OrderAck | dict[str, Any]:
     if not key:
         raise BadRequest("the Idempotency-Key header is required")
-    ack, created = world.place_order(supplier, key, req.parse(PurchaseOrder))
-    return ok(ack, 201 if created else 200)
+    ack, created = world.place_order(supplier, key, po)
+    response.status_code = 201 if created else 200
+    return ack
 
 
-@route("GET", "/suppliers/{sid}/orders/{po_number}", call=("supplier", "find_order"))
-async def find_order(world: SimulatedWorld, req: Request) -> Response:
-    supplier = world.reach_supplier(req.path_params["sid"])
-    return ok(world.find_order(supplier, req.path_params["po_number"]))
+@suppliers.get(f"/suppliers/{SID}/orders/{PO}")
+@recorded("supplier", "find_order")
+async def find_order(world: World, supplier: Reached, po_number: str) -> OrderAck | dict[str, Any]:
+    return world.find_order(supplier, po_number)
 
 
-@route("POST", "/suppliers/{sid}/orders/{po_number}/chase", call=("supplier", "chase"))
-async def chase(world: SimulatedWorld, req: Request) -> Response:
-    supplier = world.reach_supplier(req.path_params["sid"])
-    po_number = req.path_params["po_number"]
-    world.chase(supplier, po_number, req.parse(ChaseRequest), req.headers.get("idempotency-key"))
-    return ok(Chased(po_number=po_number))
+@suppliers.post(f"/suppliers/{SID}/orders/{PO}/chase")
+@recorded("supplier", "chase")
+async def chase(
+    world: World, supplier: Reached, po_number: str, request: ChaseRequest, key: IdempotencyKey = None
+) -> Chased:
+    world.chase(supplier, po_number, request, key)
+    return Chased(po_number=po_number)
 
 
-@route("POST", "/suppliers/{sid}/orders/{po_number}/cancel", call=("supplier", "cancel"))
-async def cancel(world: SimulatedWorld, req: Request) -> Response:
-    supplier = world.reach_supplier(req.path_params["sid"])
-    po_number = req.path_params["po_number"]
-    order = world.cancel(supplier, po_number, req.parse(CancelRequest))
-    return ok(Cancelled(po_number=po_number, shipped_quantity=order.shipped_quantity))
+@suppliers.post(f"/suppliers/{SID}/orders/{PO}/cancel")
+@recorded("supplier", "cancel")
+async def cancel(world: World, supplier: Reached, po_number: str, request: CancelRequest) -> Cancelled:
+    order = world.cancel(supplier, po_number, request)
+    return Cancelled(po_number=po_number, shipped_quantity=order.shipped_quantity)
 
 
 # --- manager ---------------------------------------------------------------------------
 
 
-@route("POST", "/manager/approval-requests", call=("manager", "request_approval"))
-async def request_approval(world: SimulatedWorld, req: Request) -> Response:
-    entry, created = world.request_approval(req.parse(ApprovalRequest))
-    return ok(entry, 201 if created else 200)
+@router.post("/manager/approval-requests", tags=["manager"], responses={201: {"description": CREATED}})
+@recorded("manager", "request_approval")
+async def request_approval(world: World, request: ApprovalRequest, response: Response) -> ApprovalEntry:
+    entry, created = world.request_approval(request)
+    response.status_code = 201 if created else 200
+    return entry
 
 
-@route("POST", "/manager/approval-requests/{po_number}/reminders", call=("manager", "remind"))
-async def remind(world: SimulatedWorld, req: Request) -> Response:
-    key = req.headers.get("idempotency-key")
+@router.post(f"/manager/approval-requests/{PO}/reminders", tags=["manager"], responses={201: {"description": CREATED}})
+@recorded("manager", "remind")
+async def remind(
+    world: World, po_number: str, reminder: ApprovalReminder, response: Response, key: IdempotencyKey = None
+) -> ReminderEntry:
     if not key:
         raise BadRequest("the Idempotency-Key header is required")
-    reminder = req.parse(ApprovalReminder)
-    if reminder.po_number != req.path_params["po_number"]:
-        raise BadRequest(f"reminder about {reminder.po_number!r} posted to {req.path_params['po_number']!r}")
+    if reminder.po_number != po_number:
+        raise BadRequest(f"reminder about {reminder.po_number!r} posted to {po_number!r}")
     entry, created = world.manager.remind(key, reminder, world.clock.now())
-    return ok(entry, 201 if created else 200)
+    response.status_code = 201 if created else 200
+    return entry
 
 
-@route("GET", "/manager/reminders", call=("manager", "list_reminders"))
-async def list_reminders(world: SimulatedWorld, req: Request) -> Response:
-    return ok(ReminderList(reminders=world.manager.reminders(req.parse_query(ReminderFilter))))
+@router.get("/manager/reminders", tags=["manager"])
+@recorded("manager", "list_reminders")
+async def list_reminders(world: World, where: Annotated[ReminderFilter, Query()]) -> ReminderList:
+    return ReminderList(reminders=world.manager.reminders(where))
 
 
-@route("GET", "/manager/approval-requests", call=("manager", "list_approval_requests"))
-async def list_approval_requests(world: SimulatedWorld, req: Request) -> Response:
-    return ok(ApprovalList(requests=world.manager.find(req.parse_query(ApprovalFilter))))
+@router.get("/manager/approval-requests", tags=["manager"])
+@recorded("manager", "list_approval_requests")
+async def list_approval_requests(world: World, where: Annotated[ApprovalFilter, Query()]) -> ApprovalList:
+    return ApprovalList(requests=world.manager.find(where))
 
 
-@route("POST", "/manager/approval-requests/{po_number}/decision", call=("manager", "decide"))
-async def decide(world: SimulatedWorld, req: Request) -> Response:
-    return ok(world.decide(req.path_params["po_number"], req.parse(DecisionBody)))
+@router.post(f"/manager/approval-requests/{PO}/decision", tags=["manager"])
+@recorded("manager", "decide")
+async def decide(world: World, po_number: str, body: DecisionBody) -> ApprovalEntry:
+    return world.decide(po_number, body)
 
 
-@route("PUT", "/manager/policy", call=("manager", "set_policy"))
-async def put_policy(world: SimulatedWorld, req: Request) -> Response:
-    return ok(world.set_policy(req.parse(ManagerPolicy)))
+@router.put("/manager/policy", tags=["manager"])
+@recorded("manager", "set_policy")
+async def put_policy(world: World, policy: ManagerPolicy) -> ManagerPolicy:
+    return world.set_policy(policy)
 
 
-@route("GET", "/manager/policy", call=("manager", "get_policy"))
-async def get_policy(world: SimulatedWorld, req: Request) -> Response:
-    return ok(world.manager.policy)
+@router.get("/manager/policy", tags=["manager"])
+@recorded("manager", "get_policy")
+async def get_policy(world: World) -> ManagerPolicy:
+    return world.manager.policy
 
 
 # --- fault injection -------------------------------------------------------------------
 
 
-@route("PUT", "/faults/suppliers/{sid}")
-async def put_faults(world: SimulatedWorld, req: Request) -> Response:
-    return ok(world.set_faults(req.path_params["sid"], req.parse(SupplierFaults)))
+@router.put(f"/faults/suppliers/{SID}", tags=["faults"])
+async def put_faults(world: World, sid: str, faults: SupplierFaults) -> SupplierFaults:
+    return world.set_faults(sid, faults)
 
 
-@route("GET", "/faults/suppliers/{sid}")
-async def get_faults(world: SimulatedWorld, req: Request) -> Response:
-    return ok(world.faults_of(req.path_params["sid"]))
+@router.get(f"/faults/suppliers/{SID}", tags=["faults"])
+async def get_faults(world: World, sid: str) -> SupplierFaults:
+    return world.faults_of(sid)
 
 
-@route("DELETE", "/faults/suppliers/{sid}")
-async def clear_faults(world: SimulatedWorld, req: Request) -> Response:
-    return ok(world.clear_faults(req.path_params["sid"]))
+@router.delete(f"/faults/suppliers/{SID}", tags=["faults"])
+async def clear_faults(world: World, sid: str) -> SupplierFaults:
+    return world.clear_faults(sid)
 
 
 # --- lifecycle -------------------------------------------------------------------------
@@ -358,7 +447,7 @@ async def start() -> SimulatedWorld:
     door = None
     if settings.inbound_url is not None and settings.party_secrets_file is not None:
         door = InboundDoor(str(settings.inbound_url), load_secrets(settings.party_secrets_file))
-    world = SimulatedWorld(
+    world = SimulatedWorld.over_http(
         Clock(
             settings.day_seconds,
             wall_origin=settings.clock_wall_origin,
@@ -384,24 +473,35 @@ async def start() -> SimulatedWorld:
     return world
 
 
-async def stop(world: SimulatedWorld) -> None:
-    await world.aclose()
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    app.state.world = await start()
+    try:
+        yield
+    finally:
+        world, app.state.world = app.state.world, None
+        await world.aclose()
 
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def record_call(world: SimulatedWorld, route: Route[SimulatedWorld], req: Request, status: int) -> None:
-    if route.call is None:
+def record_call(scope: Scope, body: bytes, query: dict[str, str], status: int) -> None:
+    """One of the agent's calls into the call log, with the status it got; other routes, and
+    requests that matched no route or not its method, are not recorded."""
+    route, app = scope.get("route"), scope.get("app")
+    world: SimulatedWorld | None = getattr(getattr(app, "state", None), "world", None)
+    call = RECORDED.get(getattr(route, "endpoint", None))  # type: ignore[arg-type]
+    if world is None or call is None or scope["method"] not in getattr(route, "methods", ()):
         return
-    service, op = route.call
-    body = req.loose_json()
-    body = body if isinstance(body, dict) else {}
-    params = req.path_params
-    supplier = params.get("sid") or _text(body.get("supplier"))
-    po_number = params.get("po_number") or _text(body.get("po_number"))
-    sku = params.get("sku") or _text(body.get("sku")) or req.query.get("sku")
+    service, op = call
+    loose = loose_json(body)
+    loose = loose if isinstance(loose, dict) else {}
+    params: dict[str, str] = scope.get("path_params", {})
+    supplier = params.get("sid") or _text(loose.get("supplier"))
+    po_number = params.get("po_number") or _text(loose.get("po_number"))
+    sku = params.get("sku") or _text(loose.get("sku")) or query.get("sku")
     if sku is None and supplier is not None and po_number is not None:
         # A lookup or chase names only the PO: the SKU is that of the order the supplier holds,
         # so `/admin/calls?sku=` finds every call about the SKU's orders.
@@ -419,4 +519,27 @@ def record_call(world: SimulatedWorld, route: Route[SimulatedWorld], req: Reques
     )
 
 
-app: JsonApp[SimulatedWorld] = JsonApp(router, startup=start, shutdown=stop, observe=record_call)
+def create_app() -> FastAPI:
+    api = FastAPI(
+        title="The simulated world",
+        summary="ERP, suppliers and manager the replenisher calls; admin and fault endpoints to set a scenario up",
+        version="1",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    api.include_router(router)
+    api.include_router(suppliers)
+    install_error_handlers(api, [*router.routes, *suppliers.routes])
+
+    async def unhandled(request: Request, exc: Exception) -> Response:
+        return refusal(500, f"internal error: {type(exc).__name__}")
+
+    api.add_exception_handler(Exception, unhandled)
+    return api
+
+
+api = create_app()
+"""The FastAPI app (its schema: `api.openapi()`, served at /openapi.json)."""
+app = Envelope(api, record_call)
+"""What hypercorn serves: the FastAPI app inside the world's envelope (routing.Envelope)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class WorldError(Exception):
-    """A refusal with its HTTP status; the router turns it into `{"error": reason}`."""
+    """A refusal with its HTTP status; the app answers it as `{"error": reason}` (routing.py)."""
 
     status = 400
 
@@ -21,14 +21,6 @@ class NotFound(WorldError):
     status = 404
 
 
-class MethodNotAllowed(WorldError):
-    status = 405
-
-    def __init__(self, reason: str, allowed: list[str]) -> None:
-        super().__init__(reason)
-        self.allowed = allowed
-
-
 class Conflict(WorldError):
     status = 409
 
@@ -37,10 +29,6 @@ class Unprocessable(WorldError):
     """Understood and refused, e.g. a supplier that will not quote."""
 
     status = 422
-
-
-class PayloadTooLarge(WorldError):
-    status = 413
 
 
 class Unavailable(WorldError):

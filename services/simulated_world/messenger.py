@@ -117,29 +117,17 @@ def idempotency_key(event: str, po_number: str, n: int) -> str:
     return f"world-{event}-{quote(po_number, safe='-_.:')}-{n}"
 
 
-class Messenger:
-    def __init__(
-        self,
-        ingress_url: str,
-        client: httpx.AsyncClient,
-        scheduler: Scheduler,
-        clock: Clock,
-        *,
-        door: Door | None = None,
-        first_backoff: float = 0.1,
-        max_backoff: float = 2.0,
-    ) -> None:
-        self._door = door or IngressDoor(ingress_url)
-        self._client = client
-        self._scheduler = scheduler
+class Ledger:
+    """Every message the world has sent, numbered: `seq` over all, and `n` per subject (event, PO)
+    for its idempotency key. The messenger pushes each over HTTP; the in-memory world hands each
+    to the SKU's address itself (`replenisher.in_memory.world`)."""
+
+    def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        self._first_backoff = first_backoff
-        self._max_backoff = max_backoff
         self._messages: list[PushedMessage] = []
-        self._queues: dict[str, asyncio.Queue[PushedMessage]] = {}
         self._sent_per_subject: dict[tuple[str, str], int] = {}
 
-    def push(self, sku: str, event: EventKind, payload: Payload) -> PushedMessage:
+    def record(self, sku: str, event: EventKind, payload: Payload) -> PushedMessage:
         subject = (event, payload.po_number)
         n = self._sent_per_subject.get(subject, 0) + 1
         self._sent_per_subject[subject] = n
@@ -154,11 +142,36 @@ class Messenger:
             created_at=self._clock.now(),
         )
         self._messages.append(message)
-        self._queue(sku).put_nowait(message)
         return message
 
     def find(self, where: MessageFilter) -> list[PushedMessage]:
         return [m for m in self._messages if where.sku is None or m.sku == where.sku]
+
+
+class Messenger(Ledger):
+    def __init__(
+        self,
+        ingress_url: str,
+        client: httpx.AsyncClient,
+        scheduler: Scheduler,
+        clock: Clock,
+        *,
+        door: Door | None = None,
+        first_backoff: float = 0.1,
+        max_backoff: float = 2.0,
+    ) -> None:
+        super().__init__(clock)
+        self._door = door or IngressDoor(ingress_url)
+        self._client = client
+        self._scheduler = scheduler
+        self._first_backoff = first_backoff
+        self._max_backoff = max_backoff
+        self._queues: dict[str, asyncio.Queue[PushedMessage]] = {}
+
+    def push(self, sku: str, event: EventKind, payload: Payload) -> PushedMessage:
+        message = self.record(sku, event, payload)
+        self._queue(sku).put_nowait(message)
+        return message
 
     def _queue(self, sku: str) -> asyncio.Queue[PushedMessage]:
         queue = self._queues.get(sku)

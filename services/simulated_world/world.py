@@ -7,7 +7,8 @@ answers 503 before it looks at the request, and a refused request changes nothin
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import httpx
 
@@ -16,6 +17,7 @@ from replenisher.domain.documents import (
     ApprovalRequest,
     CancelRequest,
     ChaseRequest,
+    EventKind,
     GoodsReceipt,
     LivePrice,
     OrderAck,
@@ -32,7 +34,7 @@ from simulated_world.erp import BookedReceipt, Erp, ItemSetup
 from simulated_world.errors import BadRequest, NotFound, Unavailable, Unprocessable
 from simulated_world.faults import FaultBook, SupplierFaults
 from simulated_world.manager import ApprovalEntry, DecisionBody, ManagerInbox, ManagerPolicy
-from simulated_world.messenger import Door, Messenger
+from simulated_world.messenger import Door, MessageFilter, Messenger, Payload, PushedMessage
 from simulated_world.scheduler import Scheduler
 from simulated_world.suppliers import (
     CHASE_REPLY_DAYS,
@@ -46,21 +48,49 @@ from simulated_world.suppliers import (
 )
 
 
+class Later(Protocol):
+    """Where the world's plans wait for their time: asyncio tasks on the wall clock (`Scheduler`), or
+    a timeline a simulated clock is moved along (the in-memory engine's)."""
+
+    def at(self, when: float, action: Callable[[], None], name: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Outbox(Protocol):
+    """What the world sends the SKU agents: over HTTP (`Messenger`), or into memory."""
+
+    def push(self, sku: str, event: EventKind, payload: Payload) -> PushedMessage: ...
+
+    def find(self, where: MessageFilter) -> list[PushedMessage]: ...
+
+
 class SimulatedWorld:
-    def __init__(self, clock: Clock, client: httpx.AsyncClient, ingress_url: str, door: Door | None = None) -> None:
+    def __init__(
+        self, clock: Clock, scheduler: Later, messenger: Outbox, client: httpx.AsyncClient | None = None
+    ) -> None:
         self.clock = clock
         self.client = client
-        self.scheduler = Scheduler(clock)
-        self.messenger = Messenger(ingress_url, client, self.scheduler, clock, door=door)
+        self.scheduler = scheduler
+        self.messenger = messenger
         self.calls = CallLog()
         self.erp = Erp(clock.day_seconds)
         self.suppliers: dict[str, Supplier] = {}
         self.faults = FaultBook()
         self.manager = ManagerInbox()
 
+    @classmethod
+    def over_http(
+        cls, clock: Clock, client: httpx.AsyncClient, ingress_url: str, door: Door | None = None
+    ) -> SimulatedWorld:
+        """The served world: plans on the wall clock, messages pushed over HTTP with `client`."""
+        scheduler = Scheduler(clock)
+        return cls(clock, scheduler, Messenger(ingress_url, client, scheduler, clock, door=door), client)
+
     async def aclose(self) -> None:
         await self.scheduler.aclose()
-        await self.client.aclose()
+        if self.client is not None:
+            await self.client.aclose()
 
     # --- setup -------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from replenisher.domain.tools.base import NoArgs
 from replenisher.domain.tools.supplier import ReadSupplierReply
 from replenisher.in_memory.engine import run_in_memory
 from replenisher.in_memory.world import START, Clock, Inbox, MemoryWorld, SupplierSpec
+from simulated_world.manager import AUTO_APPROVER
 
 SUPPLIERS = {"acme": SupplierSpec(price=4.0), "bolt": SupplierSpec(price=5.0)}
 POISON = (
@@ -79,7 +80,8 @@ async def test_a_persuaded_reading_changes_nothing_but_the_notes() -> None:
     assert (facts.unit_price, facts.quantity) == (6.0, 5000)  # stated facts, kept as statements
     ReadSupplierReply().apply(state, NoArgs(), facts)
     assert state.order == order and state.approval.approved_up_to == approved_up_to
-    assert state.approval.status == "approved" and state.approval.decided_by == "manager"
+    # Decided by the world's manager, its standing policy in memory, and still so.
+    assert state.approval.status == "approved" and state.approval.decided_by == AUTO_APPROVER
     events = "\n".join(state.security.texts())
     assert "fields that are never taken: approved, approved_up_to, bank_account" in events
     assert "invalid delivery_days" in events

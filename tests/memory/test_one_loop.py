@@ -7,36 +7,32 @@ journals, and every tool taken was allowed when it was taken.
 
 from __future__ import annotations
 
-from replenisher.domain.documents import PurchaseOrder
 from replenisher.domain.policy import OfflinePolicy
-from replenisher.domain.ports import Rejected
-from replenisher.in_memory.engine import run_in_memory
+from replenisher.in_memory.engine import STEP_ATTEMPTS, run_in_memory
 from replenisher.in_memory.world import DAY, Clock, Inbox, MemoryWorld, SupplierSpec
 from replenisher.loop import names
+from simulated_world.calls import CallFilter
 
 
-class LostAnswers(MemoryWorld):
-    """The supplier takes the order but its answer never arrives; its order lookup is down twice."""
-
-    lookups = 0
-
-    async def place_order(self, po: PurchaseOrder):  # type: ignore[no-untyped-def]
-        await super().place_order(po)
-        raise ConnectionError("the answer was lost")
-
-    async def find_order(self, supplier: str, po_number: str):  # type: ignore[no-untyped-def]
-        self.lookups += 1
-        if self.lookups <= 2:
-            raise Rejected(503, "order lookup is down")
-        return await super().find_order(supplier, po_number)
+def lost_answers() -> MemoryWorld:
+    """The supplier takes the order but its answer is lost, and it is down until every retry of the
+    order and of the first look-up is spent (the world's faults, as the e2e suites set them)."""
+    world = MemoryWorld(Clock(), {"acme": SupplierSpec(price=4.0)})
+    down = (STEP_ATTEMPTS - 1) + STEP_ATTEMPTS  # the order's retries, then the whole first look-up
+    world.set_faults("acme", lose_reply_calls=1, down_after_order_calls=down)
+    return world
 
 
 async def test_a_recheck_waits_its_durable_delay_and_the_run_still_ends_with_one_order() -> None:
-    world = LostAnswers(Clock(), {"acme": SupplierSpec(price=4.0)})
+    world = lost_answers()
     run = await run_in_memory(OfflinePolicy(), world, Inbox(world), suppliers=["acme"])
 
     assert run.result.outcome == "received"
-    assert len(world.acks) == 1, "the order the lost answer hid was found, not placed twice"
+    assert [o.submissions for o in world.orders] == [1], "the order the lost answer hid was found, not placed twice"
+    # One submission, its answer lost; the whole first look-up found the supplier down, the second found the order.
+    assert [c.status for c in world.core.calls.find(CallFilter(op="place_order"))] == [503]
+    lookups = [c.status for c in world.core.calls.find(CallFilter(op="find_order"))]
+    assert lookups[-(STEP_ATTEMPTS + 1) :] == [503] * STEP_ATTEMPTS + [200], lookups
     checks = [r.turn for r in run.state.history if r.tool == "check_order_status"]
     assert len(checks) >= 2
     # The second check waits a durable delay first, named as the workflow journals it.
@@ -50,7 +46,7 @@ async def test_a_recheck_waits_its_durable_delay_and_the_run_still_ends_with_one
 async def test_the_loop_archives_every_turn_and_the_offline_policy_agrees_with_it_on_replay() -> None:
     from replenisher.replay.core import replay
 
-    world = LostAnswers(Clock(), {"acme": SupplierSpec(price=4.0)})
+    world = lost_answers()
     run = await run_in_memory(OfflinePolicy(), world, Inbox(world), suppliers=["acme"])
     archive = run.engine.archive
     assert archive is not None and archive.outcome == "received"

@@ -2,11 +2,18 @@
 
 The SKU's record (`SkuRecord`: consider, finish) carries the memory from run to run, as the
 SkuAgent does; each run gets the memory's brief at its start, exactly as `RunRequest.memory`.
-- Early on, the cheapest supplier ("cheapo") confirms only when chased and delivers late; once
-  the memory judges it unreliable, the offline policy buys from "acme" (within 10% of it).
+- Early on, the cheapest supplier ("cheapo") never replies, even when chased, and delivers four
+  business days after the lead time it quoted; once the memory judges it unreliable, the offline
+  policy buys from "acme" (within 10% of it).
 - In March 2026 acme's reply promises 10% off the next order from January 2027. Nothing is
   asked before then; the first run in 2027, ten runs later, asks for it in the quote request,
   acme's quote shows it, the order is placed at the lower price, and the promise is settled.
+  The simulated world's suppliers do not read a quote request's note, so acme keeps its word
+  the world's way: its prices are 10% lower (a `price_rise_pct` of -10) for that one run.
+
+The world is the simulated world's own core in memory (`replenisher.in_memory.world`), so its
+suppliers count lead times in business days: a supplier six of them late is past the agent's
+three overdue waits and is cancelled, hence cheapo's four.
 - The model's prompt at that point recalls both. The record stays small throughout.
 """
 
@@ -40,14 +47,16 @@ async def test_a_promise_and_a_bad_record_are_acted_on_many_months_and_runs_late
         {
             "acme": SupplierSpec(price=4.0),
             "bolt": SupplierSpec(price=5.0),
-            "cheapo": SupplierSpec(price=3.9, quiet=True, late_days=6),
+            "cheapo": SupplierSpec(price=3.9, quiet=True, late_days=4),
         },
     )
     record = SkuRecord(sku=SKU)
     runs: list[Run] = []
     sizes: list[int] = []
     requests_of: dict[int, list] = {}
+    first_2027 = next(n for n in range(1, YEARS * 12 + 1) if month(n).year == 2027)
     for n in range(1, YEARS * 12 + 1):
+        world.set_faults("acme", price_rise_pct=-10.0 if n == first_2027 else 0.0)
         clock.now = max(clock.now, START + (n - 1) * 30.5 * DAY)
         stock = StockLevel(sku=SKU, on_hand=5, safety_stock=20, target_stock=100, suppliers=SUPPLIERS)
         started = record.consider(stock, clock.now)
@@ -73,7 +82,6 @@ async def test_a_promise_and_a_bad_record_are_acted_on_many_months_and_runs_late
     )
 
     # The promise, made in run 3 (March 2026), is recalled in the first run of 2027 and not before.
-    first_2027 = next(n for n in range(1, len(runs)) if month(n).year == 2027)
     assert first_2027 - 3 >= 9 and month(first_2027).month == 1
     asked = [n for n, requests in requests_of.items() if any(r.note for r in requests)]
     assert asked == [first_2027]

@@ -36,12 +36,12 @@ async def test_a_recorded_run_replays_turn_for_turn_and_runs_no_step() -> None:
     sink, world = await recorded_run(acme=SupplierSpec(price=4.0), bolt=SupplierSpec(price=4.5, quiet=True))
     archive = sink.archive
     assert archive is not None
-    before = (len(world.quote_requests), len(world.placed), len(world.approval_requests), len(world.closed))
+    before = (len(world.quote_requests), len(world.orders), len(world.approval_requests), len(world.closed))
     report = await replay(archive, OfflinePolicy())
     assert report.first_divergence is None and report.stopped == "end of record", report
     assert report.turns == report.agree == len(archive.decisions) > 5
     assert report.replayed_outcome == archive.outcome == "received"
-    assert (len(world.quote_requests), len(world.placed), len(world.approval_requests), len(world.closed)) == before
+    assert (len(world.quote_requests), len(world.orders), len(world.approval_requests), len(world.closed)) == before
 
 
 class PartsAt:

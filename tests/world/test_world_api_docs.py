@@ -3,9 +3,10 @@
 The commands are read from the docs themselves (the ```sh blocks of docs/world-api.md, then those
 of "Rehearsing the failure stories", docs/failures/rehearsing.md), run with the real `curl` in the
 order written, against a fresh world on a free port: each must answer 2xx and show what its
-comment line names in backticks. The API page must also cover every route of the world's route
-table and name every fault a supplier can be given, so an endpoint or a fault added later cannot
-go undocumented.
+comment line names in backticks. The API page is checked against the world's OpenAPI schema (the
+one it serves at /openapi.json): every path and method of the schema has an example on the page,
+and every path the page names is in the schema; and the page names every fault a supplier can be
+given. So an endpoint or a fault added later cannot go undocumented, nor a removed one stay.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from simulated_world.app import router
+from simulated_world.app import api
 from simulated_world.faults import SupplierFaults
 from support import commented_commands, doc_section
 
@@ -63,6 +64,16 @@ def documented() -> list[Documented]:
     return [Documented(says, command) for says, command in commented_commands(text)]
 
 
+SERVED_BESIDE_THE_SCHEMA = {"/openapi.json"}
+"""Paths the world serves that its schema does not list: the schema itself."""
+
+
+def schema_routes() -> list[tuple[str, tuple[str, ...]]]:
+    """(method, path segments) of every operation in the world's OpenAPI schema."""
+    paths: dict[str, dict[str, object]] = api.openapi()["paths"]
+    return [(method.upper(), tuple(path.strip("/").split("/"))) for path, ops in paths.items() for method in ops]
+
+
 def route_matches(segments: tuple[str, ...], path: str) -> bool:
     parts = path.strip("/").split("/")
     return len(parts) == len(segments) and all(
@@ -70,16 +81,29 @@ def route_matches(segments: tuple[str, ...], path: str) -> bool:
     )
 
 
-def test_every_route_of_the_world_has_a_documented_example() -> None:
+def test_every_operation_of_the_schema_has_a_documented_example() -> None:
     commands = documented()
     assert all(c.command.startswith("curl ") for c in commands), [c.command for c in commands]
     assert all(c.shows for c in commands), [c.command for c in commands if not c.shows]
+    routes = schema_routes()
+    assert len(routes) >= 30, routes  # the schema lists the world's routes, not an empty app's
     missing = [
-        f"{r.method} /{'/'.join(r.segments)}"
-        for r in router.routes
-        if not any(c.method == r.method and route_matches(r.segments, c.path) for c in commands)
+        f"{method} /{'/'.join(segments)}"
+        for method, segments in routes
+        if not any(c.method == method and route_matches(segments, c.path) for c in commands)
     ]
     assert not missing, f"world endpoints with no example on docs/{API_PAGE[0]}: {missing}"
+
+
+def test_every_path_the_page_names_is_in_the_schema() -> None:
+    routes = schema_routes()
+    unknown = [
+        f"{c.method} {c.path}"
+        for c in documented()
+        if c.path not in SERVED_BESIDE_THE_SCHEMA
+        and not any(c.method == method and route_matches(segments, c.path) for method, segments in routes)
+    ]
+    assert not unknown, f"docs/{API_PAGE[0]} names paths the world's schema does not have: {unknown}"
 
 
 def test_every_fault_is_named_in_the_section() -> None:
@@ -88,11 +112,14 @@ def test_every_fault_is_named_in_the_section() -> None:
     assert not unnamed, f"faults not described on docs/{API_PAGE[0]}: {unnamed}"
 
 
-def test_the_route_check_fires_for_an_undocumented_route() -> None:
-    # Positive control: a route with no example is caught by the same matching.
+def test_the_route_checks_fire_for_an_undocumented_route_and_an_unknown_path() -> None:
+    # Positive controls: a route with no example, and an example of no route, are caught by the same matching.
     commands = documented()
+    routes = schema_routes()
     assert not any(c.method == "PATCH" and route_matches(("admin", "items", "{sku}"), c.path) for c in commands)
     assert any(c.method == "PUT" and route_matches(("admin", "items", "{sku}"), c.path) for c in commands)
+    assert not any(method == "GET" and route_matches(segments, "/admin/nothing-here") for method, segments in routes)
+    assert any(method == "GET" and route_matches(segments, "/erp/stock/SKU-101") for method, segments in routes)
 
 
 @pytest_asyncio.fixture(loop_scope="session")

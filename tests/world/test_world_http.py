@@ -49,6 +49,47 @@ async def test_health_unknown_routes_and_wrong_methods(world_http: httpx.AsyncCl
     assert wrong.status_code == 405 and wrong.headers["allow"] == "GET" and "error" in wrong.json()
 
 
+async def test_every_method_of_a_path_is_allowed_and_the_schema_is_served(world_http: httpx.AsyncClient) -> None:
+    wrong = await world_http.post("/faults/suppliers/acme", json={})
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "DELETE, GET, PUT", wrong.headers
+    assert wrong.json() == {"error": "method POST not allowed here"}
+    schema = (await world_http.get("/openapi.json")).json()
+    assert set(schema["paths"]["/faults/suppliers/{sid}"]) == {"get", "put", "delete"}
+    # Refusals are documented in the world's shape, not as FastAPI's 422 validation body.
+    quote = schema["paths"]["/suppliers/{sid}/quotes"]["post"]["responses"]
+    assert "422" not in quote and quote["4XX"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
+
+
+async def test_a_po_number_with_a_slash_is_one_segment_and_found_again(
+    world_admin: WorldAdmin, adapters: HttpWorld, names: Names
+) -> None:
+    await arrange(world_admin, names)
+    po = order_for(names).model_copy(update={"po_number": f"{names.po()}/a 50%"})
+    ack = await adapters.suppliers.place_order(po)
+    assert ack.po_number == po.po_number
+    assert await adapters.suppliers.find_order(names.supplier, po.po_number) == ack
+    [call] = await world_admin.calls(supplier=names.supplier, op="find_order")
+    assert (call["po_number"], call["sku"], call["status"]) == (po.po_number, names.sku, 200)
+
+
+async def test_a_supplier_that_is_down_answers_503_before_it_reads_the_request(
+    world_admin: WorldAdmin, world_http: httpx.AsyncClient, names: Names
+) -> None:
+    await arrange(world_admin, names)
+    await world_admin.faults(names.supplier, down_calls=1)
+    down = await world_http.post(f"/suppliers/{names.supplier}/quotes", content=b"{not json")
+    assert down.status_code == 503 and "unavailable" in down.json()["error"]
+    bad = await world_http.post(f"/suppliers/{names.supplier}/quotes", content=b"{not json")
+    assert bad.status_code == 400 and "error" in bad.json()
+    unknown = await world_http.post("/suppliers/nobody/quotes", content=b"{not json")
+    assert unknown.status_code == 404 and "unknown supplier nobody" in unknown.json()["error"]
+    assert (await world_admin.ok("GET", f"/faults/suppliers/{names.supplier}"))["down_calls"] == 0
+    too_big = await world_http.post(f"/suppliers/{names.supplier}/quotes", content=b" " * 1_000_001)
+    assert too_big.status_code == 413 and "larger than" in too_big.json()["error"]
+    calls = await world_admin.calls(supplier=names.supplier, op="quote")
+    assert [c["status"] for c in calls] == [503, 400]
+
+
 # --- quotes and prices ---------------------------------------------------------------
 
 

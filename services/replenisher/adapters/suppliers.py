@@ -32,8 +32,13 @@ def supplier_document(response: httpx.Response, model: type[D]) -> D:
     try:
         return model.model_validate_json(response.content)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:3])
-        raise Malformed(f"{model.__name__} from {response.request.url.path[:80]}: {problems}"[:300]) from exc
+        raise malformed(model, response.request.url.path, exc) from exc
+
+
+def malformed(model: type[BaseModel], path: str, exc: ValidationError) -> Malformed:
+    """What a supplier's document outside the contract is said as: the model, where from, the first problems."""
+    problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:3])
+    return Malformed(f"{model.__name__} from {path[:80]}: {problems}"[:300])
 
 
 class HttpSuppliers(HttpEndpoint):
