@@ -31,18 +31,14 @@ from replenisher.domain.costs import CostLedger
 from replenisher.domain.documents import EVENT_PAYLOADS
 from replenisher.domain.sku import SkuRecord, split_run_id
 from replenisher.loop.request import describe
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.errors import OperatorError, Unreachable
+from replenisher.operations.restate.health import ServiceDown
+from replenisher.operations.restate.http import valid_sku
+from replenisher.operations.restate.ingress import Accepted
+from replenisher.operations.restate.paused import Blocked, PausedCall
 from replenisher.timeline.format import clock, duration, security_entry, security_tally, shorten
 from replenisher.timeline.model import decision_from_approval
-from replenisher.timeline.restate import (
-    Accepted,
-    Blocked,
-    OperatorError,
-    PausedCall,
-    RestateClient,
-    ServiceDown,
-    Unreachable,
-    valid_sku,
-)
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -233,7 +229,7 @@ async def cmd_deliver(client: RestateClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
-    from replenisher.console.inbox import ManagerInbox, NoPendingApproval, pending_for
+    from replenisher.operations.inbox import ManagerInbox, NoPendingApproval, pending_for
 
     record = await client.sku_status(args.sku)
     view = await client.run_view(record.active.run_id) if record.active else None
@@ -382,7 +378,7 @@ def _run_lines(sku: str, view: Any, token: str) -> list[str]:
 
 
 async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
-    from replenisher.console.inbox import ManagerInbox, decide, wait_until_taken
+    from replenisher.operations.inbox import ManagerInbox, decide, wait_until_taken
 
     approved = args.command == "approve"
     inbox = ManagerInbox(inbox_url(args))
@@ -430,7 +426,7 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
-    from replenisher.console.overview import sku_rows
+    from replenisher.operations.overview import sku_rows
 
     rows = await sku_rows(client)
     await note_if_down(client)
@@ -478,8 +474,8 @@ def writable(path: str) -> None:
 
 
 async def cmd_timeline(client: RestateClient, args: argparse.Namespace) -> int:
+    from replenisher.operations.timelines import load_timeline
     from replenisher.timeline.html import render_html
-    from replenisher.timeline.load import load_timeline
     from replenisher.timeline.text import render_text
 
     if args.html:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from replenisher.console.pages import SERVICE_DOWN, down_banner
-from replenisher.timeline.restate import Health
+from replenisher.operations.restate.health import Health
 
 PROBED = "its deployment at http://127.0.0.1:9080/ does not answer (ConnectError)"
 

@@ -31,8 +31,8 @@ from starlette.types import Receive, Scope, Send
 from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.asgi_body import BodyTooLarge, read_body
 from replenisher.console import pages
-from replenisher.console.catalogue import ErpCatalogue
-from replenisher.console.inbox import (
+from replenisher.operations.catalogue import ErpCatalogue
+from replenisher.operations.inbox import (
     BadDecision,
     ManagerInbox,
     NoPendingApproval,
@@ -41,22 +41,16 @@ from replenisher.console.inbox import (
     pending_approvals,
     pending_for,
 )
-from replenisher.console.overview import SkuQuery, select_rows, sku_rows
-from replenisher.console.spend import parsed_spend, spend
+from replenisher.operations.overview import SkuQuery, select_rows, sku_rows
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.errors import NotFound, OperatorError, Refused, Unreachable
+from replenisher.operations.restate.health import Health, ServiceDown
+from replenisher.operations.restate.http import valid_sku
+from replenisher.operations.spend import parsed_spend, spend
+from replenisher.operations.timelines import chosen_run, load_run_timeline
 from replenisher.templating import TIMELINE_STATIC
 from replenisher.timeline.html import render_html
-from replenisher.timeline.load import chosen_run, load_run_timeline
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import (
-    Health,
-    NotFound,
-    OperatorError,
-    Refused,
-    RestateClient,
-    ServiceDown,
-    Unreachable,
-    valid_sku,
-)
 
 MAX_FORM_BYTES = 16_384
 MANAGER = "manager (console)"

@@ -12,16 +12,17 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, Field
 
-from replenisher.console.catalogue import Catalogue, ItemStock
-from replenisher.console.inbox import PendingApproval
-from replenisher.console.overview import SkuQuery, SkuRow
-from replenisher.console.spend import Period, Spend
 from replenisher.domain.sku import SkuRecord, run_id_of, split_run_id
+from replenisher.operations.catalogue import Catalogue, ItemStock
+from replenisher.operations.inbox import PendingApproval
+from replenisher.operations.overview import SkuQuery, SkuRow
+from replenisher.operations.restate.health import Health
+from replenisher.operations.restate.paused import PausedCall
+from replenisher.operations.spend import Period, Spend
 from replenisher.templating import environment, render
 from replenisher.timeline import html as timeline_html  # noqa: F401  (the timeline fragment's helpers)
 from replenisher.timeline.format import clock, duration, fast_time_note, security_tally, until
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import Health, PausedCall
 
 SERVICE_DOWN: ContextVar[Health | None] = ContextVar("service_down", default=None)
 

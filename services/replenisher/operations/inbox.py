@@ -25,17 +25,13 @@ from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
 from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS
 from replenisher.domain.tools.quoting import rounds_left_to_requote
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.errors import OperatorError, Refused, Unreachable
+from replenisher.operations.restate.http import valid_sku
+from replenisher.operations.restate.ingress import Accepted
+from replenisher.operations.restate.read_models import RunView
 from replenisher.timeline.format import clock
 from replenisher.timeline.model import decision_from_approval
-from replenisher.timeline.restate import (
-    Accepted,
-    OperatorError,
-    Refused,
-    RestateClient,
-    RunView,
-    Unreachable,
-    valid_sku,
-)
 
 _TIMEOUT = httpx.Timeout(15.0, connect=3.0)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 
 from replenisher.domain.sku import SkuRecord, run_id_of
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.errors import NotFound
+from replenisher.operations.restate.http import valid_sku
 from replenisher.timeline.build import build_timeline, group_outages, is_outage
 from replenisher.timeline.journal import TransientFailure
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import NotFound, RestateClient, valid_sku
 
 MAX_OUTAGES = 50  # look-ups of "when did it answer again" per timeline; older stretches merge
 

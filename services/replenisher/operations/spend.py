@@ -15,12 +15,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from replenisher.console.overview import parsed
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
-from replenisher.timeline.restate import RestateClient
+from replenisher.operations.overview import parsed
+from replenisher.operations.restate.client import RestateClient
 
 
 class SpendQuery(BaseModel):
