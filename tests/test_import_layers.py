@@ -1,6 +1,6 @@
 """The package's architecture, as pyproject.toml's import-linter contracts state it, holds.
 
-Layers (cli, then the faces, the timeline, the loop's engines, the loop, the domain), the
+Layers (cli, then the faces, the operator layer, the timeline, the loop's engines, the loop, the domain), the
 composition root between the Restate handlers and the parts it builds, adapters and deciders
 that know nothing of the loop, a domain that imports nothing outside itself, and no import
 cycle anywhere (a function-local import that hides one counts). A broken contract fails this
@@ -31,6 +31,9 @@ def test_the_contracts_state_the_layers_the_domain_and_no_cycles() -> None:
     assert {c["id"] for c in CONTRACTS} == {"layers", "composition", "pluggable", "domain", "acyclic"}
     layers = next(c for c in CONTRACTS if c["id"] == "layers")["layers"]
     assert layers[0] == "replenisher.cli" and layers[-2:] == ["replenisher.loop", "replenisher.domain"]
+    # The faces share their use cases through the operator layer, which reads Restate for them.
+    faces = next(i for i, layer in enumerate(layers) if "replenisher.console" in layer)
+    assert layers[faces + 1 : faces + 3] == ["replenisher.operations", "replenisher.timeline"]
 
 
 def test_every_import_contract_is_kept() -> None:

@@ -109,26 +109,7 @@ async def decide(
     decision = ApprovalDecision(
         po_number=pending.po_number, token=pending.token, approved=approved, up_to=up_to, by=by, note=note
     )
-    # One key per token and decision: a double click or a retried request delivers once.
-    key = f"manager-{pending.token}-{'approve' if approved else 'reject'}-{up_to}"
-    try:
-        answer = await client.deliver(pending.sku, "approval", decision.model_dump(mode="json"), idempotency_key=key)
-    except Accepted as e:
-        return Decided(
-            sku=pending.sku,
-            run_id=pending.run_id,
-            po_number=pending.po_number,
-            token=pending.token,
-            requested_at=pending.requested_at,
-            approved=approved,
-            up_to=up_to,
-            routed_to=None,
-            kept=False,
-            accepted_as=e.invocation_id or "",
-            service_down_since=e.health.since,
-            fresh_quotes=fresh_quotes,
-        )
-    return Decided(
+    sent = Decided(
         sku=pending.sku,
         run_id=pending.run_id,
         po_number=pending.po_number,
@@ -136,10 +117,17 @@ async def decide(
         requested_at=pending.requested_at,
         approved=approved,
         up_to=up_to,
-        routed_to=answer.get("run_id"),
-        kept=bool(answer.get("kept")),
+        routed_to=None,
+        kept=False,
         fresh_quotes=fresh_quotes,
     )
+    # One key per token and decision: a double click or a retried request delivers once.
+    key = f"manager-{pending.token}-{'approve' if approved else 'reject'}-{up_to}"
+    try:
+        answer = await client.deliver(pending.sku, "approval", decision.model_dump(mode="json"), idempotency_key=key)
+    except Accepted as e:
+        return sent.model_copy(update={"accepted_as": e.invocation_id or "", "service_down_since": e.health.since})
+    return sent.model_copy(update={"routed_to": answer.get("run_id"), "kept": bool(answer.get("kept"))})
 
 
 async def wait_until_taken(client: RestateClient, decided: Decided, timeout: float = 30.0) -> State | None:  # noqa: ASYNC109
