@@ -37,7 +37,7 @@ class RestateClient:
     ) -> None:
         self.http = RestateHttp(ingress_url, admin_url, client)
         self.now = now
-        self._ingress = Ingress(self.http, now, patience)
+        self._ingress = Ingress(self.http, now, self.health, patience)
 
     @property
     def ingress_url(self) -> str:
@@ -77,7 +77,11 @@ class RestateClient:
         return await self.http.sql(query)
 
     async def health(self, ours: tuple[str, float] | None = None) -> Health:
-        return await health.health(self.http, self.now(), ours)
+        return await health.health(self.http, self.now(), ours, self._deployment_silent)
+
+    async def _deployment_silent(self) -> str | None:
+        """Why the agents' deployment does not answer its health check, if it is on this machine."""
+        return await health.deployment_silent(self.http)
 
     async def answered_since(self, at: float) -> bool:
         return await health.answered_since(self.http, at)

@@ -7,6 +7,7 @@ waits), a deployment on this machine is asked directly.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import httpx
@@ -76,10 +77,16 @@ def _is_ours(row: Row, target: str, began: float) -> bool:
     return row.get("target") == target and (epoch(row.get("created_at")) or 0.0) >= began - 1
 
 
-async def health(http: RestateHttp, now: float, ours: tuple[str, float] | None = None) -> Health:
+async def health(
+    http: RestateHttp,
+    now: float,
+    ours: tuple[str, float] | None = None,
+    silent: Callable[[], Awaitable[str | None]] | None = None,
+) -> Health:
     """Is the service down? Restate's invocations that back off because the service refused
     them say so, and since when (their first refused attempt of this outage). `ours`: the
-    target and start of a call of our own, which is not counted as evidence."""
+    target and start of a call of our own, which is not counted as evidence. `silent`: how
+    the deployment itself is asked when nothing is in flight (`deployment_silent` by default)."""
     rows = await http.sql(
         "SELECT id, target, created_at, last_failure, last_failure_error_code, next_retry_at FROM sys_invocation "
         f"WHERE status = 'backing-off' AND target_service_name IN {among(AGENTS)}"
@@ -90,10 +97,10 @@ async def health(http: RestateHttp, now: float, ours: tuple[str, float] | None =
     if not refused:
         # Nothing in flight to tell (every run waits): ask the deployment itself, or else
         # our own read was refused just now, which dates nothing.
-        silent = await deployment_silent(http)
-        if silent is None and mine:
-            silent = error_text(mine[0].get("last_failure"))
-        return Health(service_down=True, error=silent, found_at=now) if silent else Health()
+        why = await (silent() if silent is not None else deployment_silent(http))
+        if why is None and mine:
+            why = error_text(mine[0].get("last_failure"))
+        return Health(service_down=True, error=why, found_at=now) if why else Health()
     ids = ", ".join(literal(str(r["id"])) for r in refused)
     events = await http.sql(
         "SELECT id, after_journal_entry_index, appended_at, event_type, event_json FROM sys_journal_events "

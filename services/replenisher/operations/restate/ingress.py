@@ -11,11 +11,11 @@ says so too (`Blocked`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from replenisher.operations.restate.errors import NotFound, OperatorError, Refused
-from replenisher.operations.restate.health import Health, ServiceDown, health
+from replenisher.operations.restate.health import Health, ServiceDown
 from replenisher.operations.restate.http import RestateHttp, literal, message
 from replenisher.operations.restate.paused import Blocked, paused_holding
 from replenisher.timeline.journal import sql_time
@@ -44,13 +44,20 @@ def what(path: str) -> str:
     return f"`{parts[-1]}` for {parts[1]}" if len(parts) >= 3 else path
 
 
+HealthCheck = Callable[[tuple[str, float] | None], Awaitable[Health]]
+"""Whether the service is down, not counting a call of our own (its target and start)."""
+
+
 class Ingress:
     """The agents' handlers over ingress. `degraded` is set once a call found the service down:
     later calls then do not wait for it again."""
 
-    def __init__(self, http: RestateHttp, now: Callable[[], float], patience: float = PATIENCE) -> None:
+    def __init__(
+        self, http: RestateHttp, now: Callable[[], float], health: HealthCheck, patience: float = PATIENCE
+    ) -> None:
         self.http = http
         self.now = now
+        self.health = health
         self.patience = patience
         self.degraded: Health | None = None
 
@@ -113,7 +120,7 @@ class Ingress:
 
     async def _health_or_none(self, ours: tuple[str, float]) -> Health | None:
         try:
-            return await health(self.http, self.now(), ours)
+            return await self.health(ours)
         except OperatorError:
             return None
 
