@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
-from replenisher.domain.documents import EVENT_PAYLOADS
 from replenisher.domain.sku import SkuRecord, split_run_id
-from replenisher.loop.request import describe
+from replenisher.operations import agent_calls
 from replenisher.operations.cost import costs
 from replenisher.operations.decide import decide, wait_until_taken
 from replenisher.operations.inbox import ManagerInbox
@@ -179,7 +178,7 @@ def down_banner(client: RestateClient) -> str:
 
 async def cmd_check(client: RestateClient, args: argparse.Namespace) -> int:
     sku = valid_sku(args.sku)
-    result = await client.ingress("POST", f"/SkuAgent/{sku}/check", idempotency_key=_key())
+    result = await agent_calls.check(client, sku, _key())
 
     def human() -> str:
         line = f"{sku}: on hand {result['on_hand']}, safety stock {result['safety_stock']}"
@@ -197,8 +196,7 @@ async def cmd_check(client: RestateClient, args: argparse.Namespace) -> int:
 
 async def cmd_watch(client: RestateClient, args: argparse.Namespace) -> int:
     sku = valid_sku(args.sku)
-    body = {"interval_days": args.every} if args.every else {}
-    record = await client.ingress("POST", f"/SkuAgent/{sku}/watch", body, idempotency_key=_key())
+    record = await agent_calls.watch(client, sku, args.every, _key())
     every = record["watch"]["interval_days"]
     emit(args, record, lambda: f"{sku}: checking stock every {every:g} business day{'s' if every != 1 else ''}")
     return 0
@@ -206,7 +204,7 @@ async def cmd_watch(client: RestateClient, args: argparse.Namespace) -> int:
 
 async def cmd_unwatch(client: RestateClient, args: argparse.Namespace) -> int:
     sku = valid_sku(args.sku)
-    record = await client.ingress("POST", f"/SkuAgent/{sku}/unwatch", idempotency_key=_key())
+    record = await agent_calls.unwatch(client, sku, _key())
     emit(args, record, lambda: f"{sku}: no longer checking stock on a timer")
     return 0
 
@@ -216,15 +214,7 @@ async def cmd_deliver(client: RestateClient, args: argparse.Namespace) -> int:
         payload = json.loads(args.payload)
     except json.JSONDecodeError as e:
         raise OperatorError(f"the payload is not valid JSON: {e}") from e
-    if not isinstance(payload, dict):
-        raise OperatorError("the payload must be a JSON object")
-    # Checked here by the agent's own model too: while the service is down, Restate would accept
-    # the message and its 400 would land later where nobody reads it.
-    try:
-        EVENT_PAYLOADS[args.event].model_validate(payload)
-    except ValidationError as e:
-        raise OperatorError(f"bad request: payload for {args.event!r}: {describe(e)}") from e
-    answer = await client.deliver(args.sku, args.event, payload, idempotency_key=args.idempotency_key)
+    answer = await agent_calls.deliver(client, args.sku, args.event, payload, args.idempotency_key)
 
     def human() -> str:
         if answer.get("kept"):
