@@ -400,8 +400,8 @@ class Driver:
         attempt left waiting suspend too, and must not count for (or against) this one."""
         if not isinstance(self.system, Ours) or not run_ids:
             return 0
+        from replenisher.operations.restate.http import literal
         from replenisher.stack.admin import Admin
-        from replenisher.timeline.restate import literal
 
         keys = ", ".join(literal(run_id) for run_id in run_ids)
         rows = await Admin(self.system.restate.admin_url).asql(

@@ -1,9 +1,9 @@
 """The package's architecture, as pyproject.toml's import-linter contracts state it, holds.
 
-Layers (cli, then the faces, the timeline, the loop's engines, the loop, the domain), the
-composition root between the Restate handlers and the parts it builds, adapters and deciders
-that know nothing of the loop, a domain that imports nothing outside itself, a service that
-never imports the simulated world (only the in-memory engine runs on it), and no import
+Layers (cli, then the faces, the operator layer, the timeline, the loop's engines, the loop, the
+domain), the composition root between the Restate handlers and the parts it builds,
+adapters and deciders that know nothing of the loop, a domain that imports nothing outside
+itself, a service that never imports the simulated world (only the in-memory engine runs on it), and no import
 cycle anywhere (a function-local import that hides one counts). A broken contract fails this
 test with its name and the imports that break it.
 """
@@ -46,6 +46,9 @@ def test_the_contracts_state_the_layers_the_domain_and_no_cycles() -> None:
     assert no_world["forbidden_modules"] == ["simulated_world"] and not no_world.get("ignore_imports")
     served = {"replenisher.durable", "replenisher.inbound", "replenisher.wiring", "replenisher.adapters"}
     assert served <= set(no_world["source_modules"]) and "replenisher.in_memory" not in no_world["source_modules"]
+    # The faces share their use cases through the operator layer, which reads Restate for them.
+    faces = next(i for i, layer in enumerate(layers) if "replenisher.console" in layer)
+    assert layers[faces + 1 : faces + 3] == ["replenisher.operations", "replenisher.timeline"]
 
 
 def test_every_import_contract_is_kept() -> None:

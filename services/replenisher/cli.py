@@ -24,25 +24,27 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel
 
 from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
-from replenisher.domain.costs import CostLedger
-from replenisher.domain.documents import EVENT_PAYLOADS
 from replenisher.domain.sku import SkuRecord, split_run_id
-from replenisher.loop.request import describe
+from replenisher.operations import agent_calls
+from replenisher.operations.cost import costs
+from replenisher.operations.decide import decide, wait_until_taken
+from replenisher.operations.inbox import ManagerInbox
+from replenisher.operations.outcomes import recent_outcomes
+from replenisher.operations.overview import sku_rows
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.errors import OperatorError, Unreachable
+from replenisher.operations.restate.health import ServiceDown
+from replenisher.operations.restate.http import valid_sku
+from replenisher.operations.restate.ingress import Accepted
+from replenisher.operations.restate.paused import Blocked, PausedCall
+from replenisher.operations.restate.read_models import RunView
+from replenisher.operations.status import sku_status
+from replenisher.operations.timelines import load_timeline
 from replenisher.timeline.format import clock, duration, security_entry, security_tally, shorten
 from replenisher.timeline.model import decision_from_approval
-from replenisher.timeline.restate import (
-    Accepted,
-    Blocked,
-    OperatorError,
-    PausedCall,
-    RestateClient,
-    ServiceDown,
-    Unreachable,
-    valid_sku,
-)
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -176,7 +178,7 @@ def down_banner(client: RestateClient) -> str:
 
 async def cmd_check(client: RestateClient, args: argparse.Namespace) -> int:
     sku = valid_sku(args.sku)
-    result = await client.ingress("POST", f"/SkuAgent/{sku}/check", idempotency_key=_key())
+    result = await agent_calls.check(client, sku, _key())
 
     def human() -> str:
         line = f"{sku}: on hand {result['on_hand']}, safety stock {result['safety_stock']}"
@@ -194,8 +196,7 @@ async def cmd_check(client: RestateClient, args: argparse.Namespace) -> int:
 
 async def cmd_watch(client: RestateClient, args: argparse.Namespace) -> int:
     sku = valid_sku(args.sku)
-    body = {"interval_days": args.every} if args.every else {}
-    record = await client.ingress("POST", f"/SkuAgent/{sku}/watch", body, idempotency_key=_key())
+    record = await agent_calls.watch(client, sku, args.every, _key())
     every = record["watch"]["interval_days"]
     emit(args, record, lambda: f"{sku}: checking stock every {every:g} business day{'s' if every != 1 else ''}")
     return 0
@@ -203,7 +204,7 @@ async def cmd_watch(client: RestateClient, args: argparse.Namespace) -> int:
 
 async def cmd_unwatch(client: RestateClient, args: argparse.Namespace) -> int:
     sku = valid_sku(args.sku)
-    record = await client.ingress("POST", f"/SkuAgent/{sku}/unwatch", idempotency_key=_key())
+    record = await agent_calls.unwatch(client, sku, _key())
     emit(args, record, lambda: f"{sku}: no longer checking stock on a timer")
     return 0
 
@@ -213,15 +214,7 @@ async def cmd_deliver(client: RestateClient, args: argparse.Namespace) -> int:
         payload = json.loads(args.payload)
     except json.JSONDecodeError as e:
         raise OperatorError(f"the payload is not valid JSON: {e}") from e
-    if not isinstance(payload, dict):
-        raise OperatorError("the payload must be a JSON object")
-    # Checked here by the agent's own model too: while the service is down, Restate would accept
-    # the message and its 400 would land later where nobody reads it.
-    try:
-        EVENT_PAYLOADS[args.event].model_validate(payload)
-    except ValidationError as e:
-        raise OperatorError(f"bad request: payload for {args.event!r}: {describe(e)}") from e
-    answer = await client.deliver(args.sku, args.event, payload, idempotency_key=args.idempotency_key)
+    answer = await agent_calls.deliver(client, args.sku, args.event, payload, args.idempotency_key)
 
     def human() -> str:
         if answer.get("kept"):
@@ -233,25 +226,13 @@ async def cmd_deliver(client: RestateClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
-    from replenisher.console.inbox import ManagerInbox, NoPendingApproval, pending_for
-
-    record = await client.sku_status(args.sku)
-    view = await client.run_view(record.active.run_id) if record.active else None
-    token: str | None = None
-    token_note = ""
-    approval = view.state.approval if view and view.state else None
-    if approval is not None and approval.status == "pending":
-        inbox = ManagerInbox(inbox_url(args))
-        try:
-            token = (await pending_for(client, inbox, record.sku)).token
-        except Unreachable as e:
-            token_note = f"(not shown: {e})"
-        except NoPendingApproval as e:
-            token_note = f"(not shown: {e})"
-        finally:
-            await inbox.aclose()
-    paused, paused_note = await paused_calls(client, record)
-    data = {"record": record, "run": view, "approval_token": token, "paused": paused}
+    inbox = ManagerInbox(inbox_url(args))
+    try:
+        found = await sku_status(client, inbox, args.sku)
+    finally:
+        await inbox.aclose()
+    record, view, token = found.record, found.run, found.approval_token
+    now = client.now()
 
     def human() -> str:
         stats = record.stats
@@ -259,8 +240,8 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
         watch = f"checked every {record.watch.interval_days:g} days" if record.watch.watching else "not watched"
         runs = f"{record.runs_started} run{'' if record.runs_started == 1 else 's'} started"
         lines = [f"{record.sku}: {watch} · {runs} · outcomes: {outcomes}"]
-        lines += paused_lines(paused, paused_note)
-        if record.hold_until and record.hold_until > time.time():
+        lines += paused_lines(found.paused, found.paused_note)
+        if record.hold_until and record.hold_until > now:
             lines.append(f"resting until {clock(record.hold_until)} after a run that ended without goods")
         if record.active is None:
             lines.append("no replenishment running")
@@ -269,7 +250,7 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
             lines.append(
                 f"active: {a.run_id} since {clock(a.started_at)} (on hand {a.on_hand} < safety {a.safety_stock})"
             )
-            lines += _run_lines(record.sku, view, token or token_note)
+            lines += _run_lines(record.sku, view, token or found.token_note, now)
         if record.outcomes:
             lines.append("recent outcomes:")
             for o in record.outcomes[-5:][::-1]:
@@ -283,7 +264,7 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
         lines += wait_lines(record) + memory_lines(record)
         return "\n".join(lines)
 
-    emit(args, data, human)
+    emit(args, found, human)
     return 0
 
 
@@ -309,15 +290,6 @@ def memory_lines(record: SkuRecord) -> list[str]:
     for p in brief.promises:
         lines.append(f"  promise (unverified): {p.describe()}")
     return lines
-
-
-async def paused_calls(client: RestateClient, record: SkuRecord) -> tuple[list[PausedCall], str]:
-    """Calls of the SKU and its active run that Restate paused (they wait for a person), and a
-    note when Restate could not be asked."""
-    try:
-        return await client.paused_of(record), ""
-    except OperatorError as e:
-        return [], f"(paused calls not checked: {e})"
 
 
 def paused_lines(paused: Sequence[PausedCall], note: str) -> list[str]:
@@ -354,13 +326,13 @@ def approval_story(approval: Any) -> str:
     return story
 
 
-def _run_lines(sku: str, view: Any, token: str) -> list[str]:
+def _run_lines(sku: str, view: RunView | None, token: str, now: float) -> list[str]:
     if view is None or view.state is None:
         return ["  (the run has not saved its state yet)"]
     state = view.state
     lines = []
     if view.waiting is not None:
-        lines.append(f"  waiting in {view.waiting.tool} until {view.waiting.until(time.time())}")
+        lines.append(f"  waiting in {view.waiting.tool} until {view.waiting.until(now)}")
     if state.history:
         last = state.history[-1]
         lines.append(f"  last turn {last.turn}: {last.tool}: {shorten(last.summary or last.reason, 80)}")
@@ -382,8 +354,6 @@ def _run_lines(sku: str, view: Any, token: str) -> list[str]:
 
 
 async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
-    from replenisher.console.inbox import ManagerInbox, decide, wait_until_taken
-
     approved = args.command == "approve"
     inbox = ManagerInbox(inbox_url(args))
     try:
@@ -396,6 +366,7 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
             note=args.note,
             by=args.by,
             token=args.token,
+            now=client.now(),
         )
     finally:
         await inbox.aclose()
@@ -430,11 +401,9 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
-    from replenisher.console.overview import sku_rows
-
     rows = await sku_rows(client)
     await note_if_down(client)
-    now = time.time()
+    now = client.now()
 
     def human() -> str:
         if not rows:
@@ -479,7 +448,6 @@ def writable(path: str) -> None:
 
 async def cmd_timeline(client: RestateClient, args: argparse.Namespace) -> int:
     from replenisher.timeline.html import render_html
-    from replenisher.timeline.load import load_timeline
     from replenisher.timeline.text import render_text
 
     if args.html:
@@ -499,12 +467,6 @@ async def cmd_timeline(client: RestateClient, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _records(client: RestateClient, sku: str | None) -> list[Any]:
-    if sku is not None:
-        return [await client.sku_status(sku)]
-    return await client.sku_records()
-
-
 async def note_if_down(client: RestateClient) -> None:
     """For a command that reads Restate's storage only: whether the service is down, so the
     output carries the note that it shows what the agents last saved."""
@@ -513,12 +475,8 @@ async def note_if_down(client: RestateClient) -> None:
 
 
 async def cmd_outcomes(client: RestateClient, args: argparse.Namespace) -> int:
-    records = await _records(client, args.sku)
+    results = await recent_outcomes(client, args.sku, args.limit)
     await note_if_down(client)
-    results = sorted((o for r in records for o in r.outcomes), key=lambda o: o.ended_at, reverse=True)[: args.limit]
-    # Who decided lives in the run's state, which Restate keeps for its retention period.
-    states = await client.run_states([o.run_id for o in results])
-    decisions = {run: d.line() for run, st in states.items() if (d := decision_from_approval(st.approval)) is not None}
 
     def human() -> str:
         if not results:
@@ -535,51 +493,17 @@ async def cmd_outcomes(client: RestateClient, args: argparse.Namespace) -> int:
                     duration(o.ended_at - o.started_at),
                     clock(o.ended_at),
                     shorten(o.detail, 40),
-                    shorten(decisions.get(o.run_id, "-"), 70),
+                    shorten(o.decision or "-", 70),
                 )
             )
         return table(out)
 
-    data = [{**o.model_dump(mode="json"), "decision": decisions.get(o.run_id)} for o in results]
-    emit(args, data, human)
+    emit(args, results, human)
     return 0
 
 
-class RunCost(BaseModel):
-    run_id: str
-    model: CostLedger
-    bought: float
-
-
-class SkuCost(BaseModel):
-    sku: str
-    runs: int
-    model: CostLedger = Field(description="model spend over every finished run of the SKU")
-    running_run_model: CostLedger | None = Field(description="the active run's spend so far")
-    bought: float = Field(description="received quantity x unit price, over the kept outcomes")
-    by_run: list[RunCost] = Field(default_factory=list)
-
-
 async def cmd_cost(client: RestateClient, args: argparse.Namespace) -> int:
-    records = await _records(client, args.sku)
-    states = await client.run_states([r.active.run_id for r in records if r.active])
-    rows = []
-    for r in records:
-        running = states.get(r.active.run_id) if r.active else None
-        by_run = [
-            RunCost(run_id=o.run_id, model=o.cost, bought=round(o.quantity_received * (o.unit_price or 0.0), 2))
-            for o in r.outcomes
-        ]
-        rows.append(
-            SkuCost(
-                sku=r.sku,
-                runs=r.runs_started,
-                model=r.costs,
-                running_run_model=running.decider_cost if running else None,
-                bought=round(sum(c.bought for c in by_run), 2),
-                by_run=by_run if args.sku else [],
-            )
-        )
+    rows = await costs(client, args.sku)
 
     def human() -> str:
         if not rows:
@@ -626,11 +550,14 @@ def run_console(args: argparse.Namespace) -> int:
     from hypercorn.config import Config
 
     from replenisher.console.app import Console
+    from replenisher.console.settings import ConsoleSettings
 
     config = Config()
     config.bind = [f"{args.host}:{args.port}"]
     config.accesslog = None
-    app = Console(ingress_url(args), admin_url(args), inbox_url(args))
+    addresses = {"ingress_url": ingress_url(args), "admin_url": admin_url(args), "inbox_url": inbox_url(args)}
+    settings = ConsoleSettings.from_environment(os.environ).model_copy(update=addresses)
+    app = Console(settings, now=time.time)
     try:
         socket.create_server((args.host, args.port)).close()
     except OSError as e:
@@ -641,7 +568,7 @@ def run_console(args: argparse.Namespace) -> int:
         )
         return EXIT_REFUSED
     print(f"console on http://{args.host}:{args.port}")
-    print(f"  Restate ingress {app.ingress_url}, admin {app.admin_url}; manager's inbox {app.inbox_url}")
+    print(f"  Restate ingress {settings.ingress_url}, admin {settings.admin_url}; manager's inbox {settings.inbox_url}")
     print("Ctrl-C stops it")
     try:
         asyncio.run(serve(app, config))  # type: ignore[arg-type]
@@ -750,8 +677,9 @@ HANDLERS: dict[str, Callable[[RestateClient, argparse.Namespace], Awaitable[int]
 }
 
 
-async def run_client_command(args: argparse.Namespace) -> int:
-    async with RestateClient(ingress_url(args), admin_url(args)) as client:
+async def run_client_command(args: argparse.Namespace, now: Callable[[], float] = time.time) -> int:
+    """Run a command over Restate; `now` is the one clock its output is written against."""
+    async with RestateClient(ingress_url(args), admin_url(args), now=now) as client:
         try:
             code = await HANDLERS[args.command](client, args)
         except Accepted as e:

@@ -98,8 +98,9 @@ def run_demo(
 
 def run_timeline(cfg: StackConfig, record: SkuRecord, run_id: str) -> str | None:
     """The run drawn as `replenisher timeline` draws it, or None when Restate cannot say."""
-    from replenisher.timeline.load import load_run_timeline
-    from replenisher.timeline.restate import OperatorError, RestateClient
+    from replenisher.operations.restate.client import RestateClient
+    from replenisher.operations.restate.errors import OperatorError
+    from replenisher.operations.timelines import load_run_timeline
     from replenisher.timeline.text import render_text
 
     async def load() -> str:

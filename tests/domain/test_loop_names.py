@@ -40,3 +40,10 @@ def test_the_skus_journal_names_keep_the_formats_recorded_runs_replay_against() 
     assert names.receipt_lookup("GR-7") == "look up receipt GR-7"
     assert (names.SKU_RECORD, names.LAST_CHECK_ERROR) == ("record", "last_check_error")
     assert (names.ADOPT, names.NEXT_CHECK) == ("adopt", "next check")
+
+
+def test_a_target_and_a_promise_prefix_are_what_restate_records_and_the_promises_start_with() -> None:
+    assert names.target(names.REPLENISH, "replenish-SKU-1-3", names.RUN) == "Replenish/replenish-SKU-1-3/run"
+    assert names.target(names.SKU_AGENT, "SKU-1", "status") == "SkuAgent/SKU-1/status"
+    assert names.message_promise("approval", 2).startswith(names.promise_prefix("approval"))
+    assert not names.message_promise("approval-late", 2).startswith(names.promise_prefix("approval") + "2")

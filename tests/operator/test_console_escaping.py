@@ -19,11 +19,11 @@ from operator_support import setup_lasting_quotes
 from test_console_pages import NOW, pending
 
 from e2e.scenario import Scenario, ok
-from replenisher.console.catalogue import Catalogue
-from replenisher.console.overview import SkuQuery, SkuRow
 from replenisher.console.pages import InboxSettings, inbox, run_page, sku_detail, skus
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import SkuRecord
+from replenisher.operations.catalogue import Catalogue
+from replenisher.operations.overview import SkuQuery, SkuRow
 from replenisher.stack.processes import HypercornApp
 from replenisher.timeline.html import render_html
 from replenisher.timeline.model import Span, Timeline, Turn

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 from replenisher.console.app import Console
-from replenisher.timeline.restate import Health, RestateClient
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.health import Health
 
 
 class Answers:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from replenisher.console.inbox import PastDecision, PendingApproval
 from replenisher.console.pages import InboxSettings, countdown, inbox, inbox_fragment, request_card
 from replenisher.domain.calendar import BusinessCalendar, CalendarClock, ClockOrigin
 from replenisher.domain.documents import Quote
+from replenisher.operations.inbox import PastDecision, PendingApproval
 from replenisher.timeline.format import clock, until
 
 NOW = 1_800_000_000.0
@@ -125,7 +125,7 @@ def test_a_run_completed_before_its_outcome_is_recorded_keeps_refreshing() -> No
 
 
 def test_a_request_card_names_suppliers_and_gives_the_stock_now_with_its_days_of_cover() -> None:
-    from replenisher.console.catalogue import Catalogue, ItemStock
+    from replenisher.operations.catalogue import Catalogue, ItemStock
 
     now_in_erp = ItemStock(
         sku="SKU-9", on_hand=10, safety_stock=40, target_stock=112, suppliers=["acme"], daily_consumption=4

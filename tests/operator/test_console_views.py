@@ -9,17 +9,17 @@ from datetime import date
 import pytest
 
 from domain.factories import ack, new_state, quote
-from replenisher.console.catalogue import Catalogue, ItemStock
-from replenisher.console.overview import SkuQuery, SkuRow, select_rows
 from replenisher.console.pages import InboxSettings, nice_ceiling, short_amount, sku_detail, skus, spend_page
-from replenisher.console.spend import OrderMoney, SpendQuery, from_outcome, from_state, parsed_spend, summarise
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.documents import PurchaseOrder
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security_log import SECURITY_LOG_BOUND
 from replenisher.domain.sku import SkuRecord
+from replenisher.operations.catalogue import Catalogue, ItemStock
+from replenisher.operations.overview import SkuQuery, SkuRow, select_rows
+from replenisher.operations.restate.errors import OperatorError
+from replenisher.operations.spend import OrderMoney, SpendQuery, from_outcome, from_state, parsed_spend, summarise
 from replenisher.timeline.model import Waiting
-from replenisher.timeline.restate import OperatorError
 
 NOW = 1_800_000_000.0  # a Friday, 2027-01-15 08:00 UTC
 DAY = 86_400.0

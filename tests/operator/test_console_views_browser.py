@@ -17,7 +17,7 @@ from operator_support import setup_lasting_quotes
 from page_checks import DESKTOP, PHONE, assert_page_fit_for_everyone
 
 from e2e.scenario import Scenario, ok
-from replenisher.console.catalogue import ErpCatalogue
+from replenisher.operations.catalogue import ErpCatalogue
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import RestateRuntime
 from support import eventually

@@ -15,23 +15,19 @@ from operator_support import Cli, pause_a_held_check, paused_check, refused_atte
 
 from e2e.scenario import JSON, Scenario, ok
 from e2e.test_crash_matrix import arm, fired, release
-from replenisher.console.overview import sku_rows
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import ActiveRun, SkuRecord
 from replenisher.durable.sku_agent import sku_agent
+from replenisher.operations.overview import sku_rows
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.health import ANSWERED_ATTEMPT_SECONDS
+from replenisher.operations.restate.paused import AGENT_SHARED_HANDLERS, PausedCall, paused_keys
+from replenisher.operations.timelines import load_timeline
 from replenisher.stack.admin import Admin
 from replenisher.stack.ports import free_port
 from replenisher.timeline.build import is_outage
 from replenisher.timeline.journal import epoch, transient_failures
-from replenisher.timeline.load import load_timeline
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import (
-    AGENT_SHARED_HANDLERS,
-    ANSWERED_ATTEMPT_SECONDS,
-    PausedCall,
-    RestateClient,
-    paused_keys,
-)
 from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from replenisher.console.pages import SERVICE_DOWN, down_banner
-from replenisher.timeline.restate import Health
+from replenisher.console.pages import down_banner
+from replenisher.operations.restate.health import Health
 
 PROBED = "its deployment at http://127.0.0.1:9080/ does not answer (ConnectError)"
 
@@ -25,10 +25,6 @@ def test_one_held_invocation_is_singular_and_a_missing_reason_is_said() -> None:
 
 
 def test_the_console_banner_reads_as_one_sentence_about_the_outage() -> None:
-    token = SERVICE_DOWN.set(Health(service_down=True, since=1_800_000_000.0, error=PROBED + "."))
-    try:
-        banner = down_banner()
-    finally:
-        SERVICE_DOWN.reset(token)
+    banner = down_banner(Health(service_down=True, since=1_800_000_000.0, error=PROBED + "."))
     assert f"Restate answers, the service does not: {PROBED}. These pages" in banner, banner
     assert "))" not in banner and ".." not in banner

@@ -16,11 +16,11 @@ from replenisher.domain.documents import StockLevel
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.state import State, TurnRecord
 from replenisher.loop import names
+from replenisher.operations.restate.read_models import decision_of
 from replenisher.timeline.build import JOURNAL_GONE, STATE_GONE, build_timeline
 from replenisher.timeline.html import render_html
 from replenisher.timeline.journal import invocation, journal_entries, transient_failures
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import decision_of
 from replenisher.timeline.text import render_text
 
 T0 = 1_800_000_000.0

@@ -1,9 +1,10 @@
 """The console as a Starlette app: `hypercorn replenisher.console.app:app`, or `replenisher console`.
 
-It reads Restate through ingress and the admin API (REPLENISHER_INGRESS_URL and
-REPLENISHER_ADMIN_URL) and approval requests from the manager's inbox
-(REPLENISHER_WORLD_URL, as the service is configured), local defaults otherwise, and holds
-no state of its own. Bind it to
+A thin face over the operator layer: each page parses its request, calls a use case and
+renders a template. It reads Restate through ingress and the admin API and approval requests
+from the manager's inbox, at the addresses its settings give (`ConsoleSettings`: whoever
+builds the console passes them; `app` below, the ASGI entry point, reads them from the
+environment), and holds no state of its own but the last outage it saw. Bind it to
 loopback: like the admin API, it can approve purchases. A decision form carries the
 request's one-time token, which another site cannot know, so a forged post cannot approve.
 Every page is sent with `cache-control: no-store`: a page with a decision form holds a token.
@@ -16,7 +17,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from dataclasses import dataclass
 from urllib.parse import parse_qs, quote
 
 import httpx
@@ -28,44 +29,44 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
-from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.asgi_body import BodyTooLarge, read_body
 from replenisher.console import pages
-from replenisher.console.catalogue import ErpCatalogue
-from replenisher.console.inbox import (
-    BadDecision,
+from replenisher.console.settings import ConsoleSettings
+from replenisher.operations.catalogue import ErpCatalogue
+from replenisher.operations.decide import BadDecision, decide
+from replenisher.operations.inbox import (
     ManagerInbox,
     NoPendingApproval,
     PendingApproval,
-    decide,
     pending_approvals,
     pending_for,
 )
-from replenisher.console.overview import SkuQuery, select_rows, sku_rows
-from replenisher.console.spend import parsed_spend, spend
+from replenisher.operations.overview import SkuQuery, select_rows, sku_rows
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.errors import NotFound, OperatorError, Refused, Unreachable
+from replenisher.operations.restate.health import Health, ServiceDown
+from replenisher.operations.restate.http import valid_sku
+from replenisher.operations.spend import parsed_spend, spend
+from replenisher.operations.timelines import chosen_run, load_run_timeline
 from replenisher.templating import TIMELINE_STATIC
 from replenisher.timeline.html import render_html
-from replenisher.timeline.load import chosen_run, load_run_timeline
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import (
-    Health,
-    NotFound,
-    OperatorError,
-    Refused,
-    RestateClient,
-    ServiceDown,
-    Unreachable,
-    valid_sku,
-)
 
 MAX_FORM_BYTES = 16_384
 MANAGER = "manager (console)"
 _TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 NO_STORE = {"cache-control": "no-store"}
 
-# Each request gets its own view of Restate: whether the service is down is asked once per
-# request, and decides whether its reads go to the agents or to Restate's storage.
-_REQUEST_CLIENT: ContextVar[RestateClient | None] = ContextVar("restate_client", default=None)
+
+@dataclass(frozen=True)
+class Seen:
+    """A request's own view of Restate: whether the service is down is asked once per request,
+    and decides whether its reads go to the agents or to Restate's storage (`client`) and
+    whether its page carries the banner that says so (`service_down`)."""
+
+    client: RestateClient
+    service_down: Health | None = None
+
 
 Handler = Callable[..., Awaitable[Response]]
 
@@ -74,8 +75,10 @@ def html(body: str, status: int = 200, headers: dict[str, str] | None = None) ->
     return HTMLResponse(body, status, headers={**NO_STORE, **(headers or {})})
 
 
-def error(status: int, message: str, headers: dict[str, str] | None = None) -> HTMLResponse:
-    return html(pages.error_page(status, message), status, headers)
+def error(
+    status: int, message: str, headers: dict[str, str] | None = None, service_down: Health | None = None
+) -> HTMLResponse:
+    return html(pages.error_page(status, message, service_down=service_down), status, headers)
 
 
 def query_of(request: Request) -> dict[str, str]:
@@ -93,16 +96,11 @@ async def form_of(request: Request) -> dict[str, str]:
 
 
 class Console:
-    def __init__(
-        self, ingress_url: str | None = None, admin_url: str | None = None, inbox_url: str | None = None
-    ) -> None:
-        self.ingress_url = ingress_url or os.environ.get("REPLENISHER_INGRESS_URL", DEFAULT_INGRESS_URL)
-        self.admin_url = admin_url or os.environ.get("REPLENISHER_ADMIN_URL", DEFAULT_ADMIN_URL)
-        self.inbox_url = inbox_url or os.environ.get("REPLENISHER_WORLD_URL", DEFAULT_WORLD_URL)
-        # Prices carry no currency of their own (a unit price in the SKU's currency): say which it is.
-        self.currency = os.environ.get("REPLENISHER_CURRENCY", "USD")[:8]
-        self.confirm_above = float(os.environ.get("REPLENISHER_CONSOLE_CONFIRM_ABOVE", "1000"))
-        self._client: RestateClient | None = None
+    def __init__(self, settings: ConsoleSettings | None = None, now: Callable[[], float] = time.time) -> None:
+        """`settings`: where Restate and the manager's inbox answer (local defaults without);
+        `now`: the one clock the pages are written against."""
+        self.settings = settings or ConsoleSettings()
+        self.now = now
         # The last outage a page saw, and when: shown until Restate records the service answering.
         self._outage: tuple[Health, float] | None = None
         self._http: httpx.AsyncClient | None = None
@@ -137,24 +135,15 @@ class Console:
     @property
     def inbox_api(self) -> ManagerInbox:
         if self._inbox is None:
-            self._inbox = ManagerInbox(self.inbox_url)
+            self._inbox = ManagerInbox(self.settings.inbox_url)
         return self._inbox
 
     @property
     def catalogue(self) -> ErpCatalogue:
         # The ERP answers at the same place as the manager's inbox (the world, or the real systems behind it).
         if self._catalogue is None:
-            self._catalogue = ErpCatalogue(self.inbox_url)
+            self._catalogue = ErpCatalogue(self.settings.inbox_url)
         return self._catalogue
-
-    @property
-    def client(self) -> RestateClient:
-        current = _REQUEST_CLIENT.get()
-        if current is not None:
-            return current
-        if self._client is None:
-            self._client = RestateClient(self.ingress_url, self.admin_url)
-        return self._client
 
     @property
     def http(self) -> httpx.AsyncClient:
@@ -167,7 +156,7 @@ class Console:
         try:
             yield
         finally:
-            for client in (self._client, self._http, self._inbox, self._catalogue):
+            for client in (self._http, self._inbox, self._catalogue):
                 if client is not None:
                     await client.aclose()
 
@@ -186,29 +175,25 @@ class Console:
         down, for the banner and for where reads go), and Restate's answers as error pages."""
 
         async def endpoint(request: Request) -> Response:
-            client = RestateClient(self.ingress_url, self.admin_url, client=self.http)
-            reset = _REQUEST_CLIENT.set(client)
-            banner = pages.SERVICE_DOWN.set(None)
+            client = RestateClient(self.settings.ingress_url, self.settings.admin_url, client=self.http, now=self.now)
+            down: Health | None = None
             try:
                 health = await self.remembered(client, await client.health())
                 if health.service_down:
-                    client.degraded = health
-                    pages.SERVICE_DOWN.set(health)
-                return await handler(request, **request.path_params)
+                    client.degraded = down = health
+                return await handler(request, Seen(client, down), **request.path_params)
             except NotFound as e:
-                return error(404, str(e))
+                return error(404, str(e), service_down=down)
             except Unreachable as e:
-                return error(503, str(e))
+                return error(503, str(e), service_down=down)
             except ServiceDown as e:
-                return error(503, str(e))
+                return error(503, str(e), service_down=down)
             except Refused as e:
-                return error(502, f"Restate refused: {e}")
+                return error(502, f"Restate refused: {e}", service_down=down)
             except OperatorError as e:
-                return error(400, str(e))
+                return error(400, str(e), service_down=down)
             finally:
                 self.saw(client.degraded)
-                _REQUEST_CLIENT.reset(reset)
-                pages.SERVICE_DOWN.reset(banner)
 
         return endpoint
 
@@ -217,7 +202,7 @@ class Console:
         time it was last seen, so a success since then still ends it."""
         remembered = self._outage[0] if self._outage is not None else None
         if health is not None and health.service_down and health is not remembered:
-            self._outage = (health, time.time())
+            self._outage = (health, self.now())
 
     async def remembered(self, client: RestateClient, health: Health) -> Health:
         """An outage a page saw stays shown until Restate records the service answering again.
@@ -247,56 +232,60 @@ class Console:
     async def health(self, request: Request) -> Response:
         return Response(json.dumps({"ok": True}), media_type="application/json", headers=NO_STORE)
 
-    async def home(self, request: Request) -> Response:
+    async def home(self, request: Request, seen: Seen) -> Response:
         return RedirectResponse("/inbox", 303, headers=NO_STORE)
 
     async def inbox_settings(self, pending: Sequence[PendingApproval] = ()) -> pages.InboxSettings:
         return pages.InboxSettings(
-            currency=self.currency,
+            currency=self.settings.currency,
             budget=await self.inbox_api.budget(),
-            confirm_above=self.confirm_above,
+            confirm_above=self.settings.confirm_above,
             # The requests' SKUs and suppliers: a copy read before one of them was set up is read again.
             catalogue=await self.catalogue.read({p.sku for p in pending}, {p.supplier for p in pending}),
         )
 
-    async def inbox(self, request: Request, flash: tuple[str, str] | None = None, status: int = 200) -> Response:
+    async def inbox(
+        self, request: Request, seen: Seen, flash: tuple[str, str] | None = None, status: int = 200
+    ) -> Response:
         query = query_of(request)
         if request.method == "GET" and query:  # before any read: a bad query costs nothing
             raise OperatorError(f"bad query: unknown parameter {next(iter(query))!r} (the inbox takes none)")
-        pending = await pending_approvals(self.client, self.inbox_api)
-        return html(pages.inbox(pending, time.time(), flash, await self.inbox_settings(pending)), status)
+        pending = await pending_approvals(seen.client, self.inbox_api)
+        settings = await self.inbox_settings(pending)
+        return html(pages.inbox(pending, self.now(), flash, settings, service_down=seen.service_down), status)
 
-    async def inbox_fragment(self, request: Request) -> Response:
-        pending = await pending_approvals(self.client, self.inbox_api)
-        return html(pages.inbox_fragment(pending, time.time(), await self.inbox_settings(pending)))
+    async def inbox_fragment(self, request: Request, seen: Seen) -> Response:
+        pending = await pending_approvals(seen.client, self.inbox_api)
+        return html(pages.inbox_fragment(pending, self.now(), await self.inbox_settings(pending)))
 
-    async def approve(self, request: Request) -> Response:
+    async def approve(self, request: Request, seen: Seen) -> Response:
         form = await form_of(request)
         decision = form.get("decision")
         if decision not in ("approve", "reject"):
-            return await self.inbox(request, ("error", "choose Approve or Reject"), 400)
+            return await self.inbox(request, seen, ("error", "choose Approve or Reject"), 400)
         if not form.get("token"):
             # Only a page this console served knows the token: a form posted from elsewhere does not.
-            return await self.inbox(request, ("error", "the decision must carry its request's token"), 400)
+            return await self.inbox(request, seen, ("error", "the decision must carry its request's token"), 400)
         up_to: float | None = None
         if decision == "approve" and form.get("up_to"):
             try:
                 up_to = float(form["up_to"])
             except ValueError:
-                return await self.inbox(request, ("error", f"{form['up_to']!r} is not a price"), 400)
+                return await self.inbox(request, seen, ("error", f"{form['up_to']!r} is not a price"), 400)
         if decision == "approve" and form.get("confirmed") != "yes":
             try:
-                asked = await pending_for(self.client, self.inbox_api, form.get("sku", ""), form["token"])
+                asked = await pending_for(seen.client, self.inbox_api, form.get("sku", ""), form["token"])
             except NoPendingApproval as e:
-                return await self.inbox(request, ("error", str(e)), 409)
+                return await self.inbox(request, seen, ("error", str(e)), 409)
             limit = up_to if up_to is not None else asked.unit_price
-            confirms = asked.quantity * limit > self.confirm_above and not asked.quote_expired(time.time())
+            confirms = asked.quantity * limit > self.settings.confirm_above and not asked.quote_expired(self.now())
             if asked.token == form["token"] and confirms:  # an expired quote orders nothing: no confirming
                 settings = await self.inbox_settings([asked])
-                return html(pages.confirm_page(asked, limit, form.get("note", "")[:2000], settings))
+                note = form.get("note", "")[:2000]
+                return html(pages.confirm_page(asked, limit, note, settings, service_down=seen.service_down))
         try:
             decided = await decide(
-                self.client,
+                seen.client,
                 self.inbox_api,
                 form.get("sku", ""),
                 approved=decision == "approve",
@@ -304,11 +293,12 @@ class Console:
                 note=form.get("note", "")[:2000],
                 by=MANAGER,
                 token=form["token"],
+                now=self.now(),
             )
         except NoPendingApproval as e:
-            return await self.inbox(request, ("error", str(e)), 409)
+            return await self.inbox(request, seen, ("error", str(e)), 409)
         except BadDecision as e:
-            return await self.inbox(request, ("error", str(e)), 400)
+            return await self.inbox(request, seen, ("error", str(e)), 400)
         number = pages.run_number(decided.run_id)
         if decided.accepted_as is not None:
             note = quote(decided.accepted_line())
@@ -319,20 +309,23 @@ class Console:
             )
         return RedirectResponse(f"/skus/{quote(decided.sku)}/runs/{number}?done={note}", 303, headers=NO_STORE)
 
-    async def skus(self, request: Request) -> Response:
+    async def skus(self, request: Request, seen: Seen) -> Response:
         query = SkuQuery.parse(query_of(request))  # before any read: a bad query costs nothing
         settings = await self.inbox_settings()
-        rows = await sku_rows(self.client, settings.catalogue)
-        now = time.time()
+        rows = await sku_rows(seen.client, settings.catalogue)
+        now = self.now()
         chosen = select_rows(rows, query, settings.budget, now)
-        return html(pages.skus(chosen, len(rows), query, now, settings.budget, settings.catalogue))
+        page = pages.skus(
+            chosen, len(rows), query, now, settings.budget, settings.catalogue, service_down=seen.service_down
+        )
+        return html(page)
 
-    async def spend(self, request: Request) -> Response:
+    async def spend(self, request: Request, seen: Seen) -> Response:
         query = parsed_spend(query_of(request))
         # Money and supplier names only: the manager's budget is not shown here, so not asked for.
         catalogue = await self.catalogue.read((), [query.supplier] if query.supplier else [])
-        settings = pages.InboxSettings(currency=self.currency, catalogue=catalogue)
-        found = await spend(self.client, query)
+        settings = pages.InboxSettings(currency=self.settings.currency, catalogue=catalogue)
+        found = await spend(seen.client, query, self.now())
         if query.supplier and catalogue.error is None:
             known = set(catalogue.supplier_names) | set(found.ever_ordered_from)
             if query.supplier not in known:
@@ -340,42 +333,46 @@ class Console:
                 raise OperatorError(
                     f"bad query: supplier={query.supplier!r} is no supplier the ERP lists or any order names"
                 )
-        return html(pages.spend_page(found, settings))
+        return html(pages.spend_page(found, settings, service_down=seen.service_down))
 
-    async def sku(self, request: Request, sku: str) -> Response:
-        record = await self.client.sku_status(valid_sku(sku))
+    async def sku(self, request: Request, seen: Seen, sku: str) -> Response:
+        record = await seen.client.sku_status(valid_sku(sku))
         try:
-            paused = await self.client.paused_of(record)
+            paused = await seen.client.paused_of(record)
         except OperatorError:
             paused = []  # the page still shows what the agent holds
         catalogue = await self.catalogue.read({record.sku})
+        down = seen.service_down
         if record.runs_started == 0:
-            return html(pages.sku_detail(record, None, None, paused, catalogue))
+            return html(pages.sku_detail(record, None, None, paused, catalogue, service_down=down))
         run_id = chosen_run(record, None)
-        timeline = await load_run_timeline(self.client, record, run_id)
-        return html(pages.sku_detail(record, timeline, self._fragment_url(run_id), paused, catalogue))
+        timeline = await load_run_timeline(seen.client, record, run_id)
+        fragment_url = self._fragment_url(run_id)
+        return html(pages.sku_detail(record, timeline, fragment_url, paused, catalogue, service_down=down))
 
-    async def run(self, request: Request, sku: str, n: int) -> Response:
-        timeline, run_id = await self._timeline(sku, n)
+    async def run(self, request: Request, seen: Seen, sku: str, n: int) -> Response:
+        timeline, run_id = await self._timeline(seen, sku, n)
         done = request.query_params.get("done")
-        return html(pages.run_page(timeline, self._fragment_url(run_id), ("ok", done) if done else None))
+        flash = ("ok", done) if done else None
+        return html(pages.run_page(timeline, self._fragment_url(run_id), flash, service_down=seen.service_down))
 
-    async def fragment(self, request: Request, sku: str, n: int) -> Response:
-        timeline, run_id = await self._timeline(sku, n)
+    async def fragment(self, request: Request, seen: Seen, sku: str, n: int) -> Response:
+        timeline, run_id = await self._timeline(seen, sku, n)
         return html(pages.timeline_block(timeline, self._fragment_url(run_id)))
 
-    async def download(self, request: Request, sku: str, n: int) -> Response:
-        timeline, _ = await self._timeline(sku, n)
+    async def download(self, request: Request, seen: Seen, sku: str, n: int) -> Response:
+        timeline, _ = await self._timeline(seen, sku, n)
         return html(render_html(timeline))
 
-    async def _timeline(self, sku: str, n: int) -> tuple[Timeline, str]:
-        record = await self.client.sku_status(valid_sku(sku))
+    async def _timeline(self, seen: Seen, sku: str, n: int) -> tuple[Timeline, str]:
+        record = await seen.client.sku_status(valid_sku(sku))
         run_id = chosen_run(record, n)
-        return await load_run_timeline(self.client, record, run_id), run_id
+        return await load_run_timeline(seen.client, record, run_id), run_id
 
     @staticmethod
     def _fragment_url(run_id: str) -> str:
         return pages.run_href(run_id) + "/fragment"
 
 
-app = Console()
+app = Console(ConsoleSettings.from_environment(os.environ))
+"""The ASGI entry point (`hypercorn replenisher.console.app:app`): its settings from the environment."""

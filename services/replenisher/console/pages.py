@@ -6,29 +6,36 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from contextvars import ContextVar
 from typing import Any, Literal
 from urllib.parse import urlencode
 
 from pydantic import BaseModel, Field
 
-from replenisher.console.catalogue import Catalogue, ItemStock
-from replenisher.console.inbox import PendingApproval
-from replenisher.console.overview import SkuQuery, SkuRow
-from replenisher.console.spend import Period, Spend
 from replenisher.domain.sku import SkuRecord, run_id_of, split_run_id
+from replenisher.operations.catalogue import Catalogue, ItemStock
+from replenisher.operations.inbox import PendingApproval
+from replenisher.operations.overview import SkuQuery, SkuRow
+from replenisher.operations.restate.health import Health
+from replenisher.operations.restate.paused import PausedCall
+from replenisher.operations.spend import Period, Spend
 from replenisher.templating import environment, render
 from replenisher.timeline import html as timeline_html  # noqa: F401  (the timeline fragment's helpers)
 from replenisher.timeline.format import clock, duration, fast_time_note, security_tally, until
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import Health, PausedCall
-
-SERVICE_DOWN: ContextVar[Health | None] = ContextVar("service_down", default=None)
 
 
-def page(template: str, title: str, here: str = "", flash: tuple[str, str] | None = None, **context: Any) -> str:
-    """A whole console page: the template's body in the frame every page shares."""
-    return render(template, title=title, here=here, flash=flash, service_down=SERVICE_DOWN.get(), **context)
+def page(
+    template: str,
+    title: str,
+    here: str = "",
+    flash: tuple[str, str] | None = None,
+    *,
+    service_down: Health | None = None,
+    **context: Any,
+) -> str:
+    """A whole console page: the template's body in the frame every page shares, under the
+    banner that says the service is down when `service_down` is given."""
+    return render(template, title=title, here=here, flash=flash, service_down=service_down, **context)
 
 
 class InboxSettings(BaseModel):
@@ -49,10 +56,14 @@ def inbox(
     now: float,
     flash: tuple[str, str] | None = None,
     settings: InboxSettings | None = None,
+    *,
+    service_down: Health | None = None,
 ) -> str:
     fast_time = next((n for p in pending if (n := fast_time_note(p.calendar))), "")
     context = _inbox_context(pending, now, settings)
-    return page("inbox.html", "Approval inbox", "inbox", flash, fast_time=fast_time, **context)
+    return page(
+        "inbox.html", "Approval inbox", "inbox", flash, service_down=service_down, fast_time=fast_time, **context
+    )
 
 
 def inbox_fragment(pending: list[PendingApproval], now: float, settings: InboxSettings | None = None) -> str:
@@ -95,9 +106,20 @@ def cover_text(item: ItemStock) -> str:
     return f"{cover:.1f} days of cover at {item.daily_consumption:g}/day"
 
 
-def confirm_page(p: PendingApproval, up_to: float, note: str, settings: InboxSettings) -> str:
+def confirm_page(
+    p: PendingApproval, up_to: float, note: str, settings: InboxSettings, *, service_down: Health | None = None
+) -> str:
     """The second step of an approval above the confirmation amount: the same form, confirmed."""
-    return page("confirm.html", "Confirm approval", "inbox", p=p, up_to=up_to, note=note, settings=settings)
+    return page(
+        "confirm.html",
+        "Confirm approval",
+        "inbox",
+        service_down=service_down,
+        p=p,
+        up_to=up_to,
+        note=note,
+        settings=settings,
+    )
 
 
 SORTS = (
@@ -145,7 +167,14 @@ def paused_detail(paused: Sequence[PausedCall]) -> str:
 
 
 def skus(
-    rows: list[SkuRow], total: int, query: SkuQuery, now: float, budget: float | None, catalogue: Catalogue
+    rows: list[SkuRow],
+    total: int,
+    query: SkuQuery,
+    now: float,
+    budget: float | None,
+    catalogue: Catalogue,
+    *,
+    service_down: Health | None = None,
 ) -> str:
     below = "below-safety"
     chips = (
@@ -161,6 +190,7 @@ def skus(
         "skus.html",
         "SKUs",
         "skus",
+        service_down=service_down,
         rows=rows,
         shown=shown,
         query=query,
@@ -180,6 +210,8 @@ def sku_detail(
     fragment_url: str | None,
     paused: Sequence[PausedCall] = (),
     catalogue: Catalogue | None = None,
+    *,
+    service_down: Health | None = None,
 ) -> str:
     outcomes = {o.run_id: o for o in record.outcomes}
     runs = []
@@ -197,6 +229,7 @@ def sku_detail(
         "sku.html",
         record.sku,
         "skus",
+        service_down=service_down,
         record=record,
         runs=runs,
         by_outcome=by_outcome,
@@ -206,8 +239,15 @@ def sku_detail(
     )
 
 
-def run_page(timeline: Timeline, fragment_url: str, flash: tuple[str, str] | None = None) -> str:
-    return page("run.html", timeline.run_id, "skus", flash, **_timeline_context(timeline, fragment_url))
+def run_page(
+    timeline: Timeline,
+    fragment_url: str,
+    flash: tuple[str, str] | None = None,
+    *,
+    service_down: Health | None = None,
+) -> str:
+    context = _timeline_context(timeline, fragment_url)
+    return page("run.html", timeline.run_id, "skus", flash, service_down=service_down, **context)
 
 
 def timeline_block(timeline: Timeline, fragment_url: str) -> str:
@@ -244,12 +284,12 @@ def run_number(run_id: str) -> str:
     return split_run_id(run_id)[1]
 
 
-def down_banner() -> str:
-    return render("down_banner.html", service_down=SERVICE_DOWN.get())
+def down_banner(service_down: Health | None) -> str:
+    return render("down_banner.html", service_down=service_down)
 
 
-def error_page(status: int, message: str) -> str:
-    return page("error.html", f"{status}", status=status, message=message)
+def error_page(status: int, message: str, *, service_down: Health | None = None) -> str:
+    return page("error.html", f"{status}", service_down=service_down, status=status, message=message)
 
 
 def nice_ceiling(value: float) -> float:
@@ -330,7 +370,7 @@ def spend_chart(s: Spend) -> SpendChart:
 SPEND_CHIPS = (("day", 14, "14 days"), ("day", 30, "30 days"), ("week", 8, "8 weeks"), ("week", 26, "26 weeks"))
 
 
-def spend_page(s: Spend, settings: InboxSettings) -> str:
+def spend_page(s: Spend, settings: InboxSettings, *, service_down: Health | None = None) -> str:
     q = s.query
     chips = [
         (label, query_href("/spend", q, by=by, periods=str(n)), q.by == by and q.periods == n)
@@ -348,6 +388,7 @@ def spend_page(s: Spend, settings: InboxSettings) -> str:
         "spend.html",
         "Spend",
         "spend",
+        service_down=service_down,
         s=s,
         q=q,
         chips=chips,

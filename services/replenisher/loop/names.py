@@ -25,6 +25,10 @@ Its SKU (`SkuAgent`, keyed by SKU):
 - `record`: the SKU's record; `last_check_error`: why its last timed check could not read stock.
 - `adopt`, `next check`: points in its handlers the crash matrix arms (no journal entry of their
   own): a found order's follow-up run being started, the next timed check being sent.
+
+The objects themselves (`SkuAgent`, `Replenish`, `RunArchive`) and a call's target
+(`<object>/<key>/<handler>`), as Restate's records name them: the operator's reads of those
+records build their queries from these.
 """
 
 from __future__ import annotations
@@ -44,6 +48,11 @@ SKU_RECORD = "record"
 LAST_CHECK_ERROR = "last_check_error"
 ADOPT = "adopt"
 NEXT_CHECK = "next check"
+
+SKU_AGENT = "SkuAgent"
+REPLENISH = "Replenish"
+RUN_ARCHIVE = "RunArchive"
+RUN = "run"  # the handler a run runs in
 
 _STEP = re.compile(r"^(?P<tool>[a-z_]+) (?P<turn>\d+)$")
 _DELAY = re.compile(r"^before (?P<tool>[a-z_]+) (?P<turn>\d+)$")
@@ -85,8 +94,18 @@ def receipt_lookup(receipt_id: str) -> str:
     return f"look up receipt {receipt_id}"
 
 
+def target(service: str, key: str, handler: str) -> str:
+    """A call's target as Restate records it: `Replenish/<run id>/run`."""
+    return f"{service}/{key}/{handler}"
+
+
+def promise_prefix(event: str) -> str:
+    """What every promise name of a message kind starts with (`approval-`)."""
+    return f"{event}-"
+
+
 def message_promise(event: str, seq: int) -> str:
-    return f"{event}-{seq}"
+    return f"{promise_prefix(event)}{seq}"
 
 
 def parse_step(name: str) -> TurnStep | None:

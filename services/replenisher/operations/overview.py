@@ -10,14 +10,16 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from replenisher.console.catalogue import Catalogue, ItemStock
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
+from replenisher.operations.catalogue import Catalogue, ItemStock
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.errors import OperatorError
+from replenisher.operations.restate.paused import PausedCall
 from replenisher.timeline.build import is_outage_text
 from replenisher.timeline.format import clock
 from replenisher.timeline.model import Invocation, Waiting
-from replenisher.timeline.restate import OperatorError, PausedCall, RestateClient
 
 WAITING_ON = {"wait_for_approval": "manager", "wait_for_supplier_reply": "supplier", "wait_for_goods": "supplier"}
 FAILED_OUTCOMES = ("gave_up", "cancelled", "unknown")

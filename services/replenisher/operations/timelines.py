@@ -1,14 +1,14 @@
-"""Fetch what Restate and the run recorded, and build the run's timeline."""
+"""A run's timeline: fetch what Restate and the run recorded, and build it (the faces render it)."""
 
 from __future__ import annotations
 
-import time
-
 from replenisher.domain.sku import SkuRecord, run_id_of
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.errors import NotFound
+from replenisher.operations.restate.http import valid_sku
 from replenisher.timeline.build import build_timeline, group_outages, is_outage
 from replenisher.timeline.journal import TransientFailure
 from replenisher.timeline.model import Timeline
-from replenisher.timeline.restate import NotFound, RestateClient, valid_sku
 
 MAX_OUTAGES = 50  # look-ups of "when did it answer again" per timeline; older stretches merge
 
@@ -28,6 +28,7 @@ def chosen_run(record: SkuRecord, number: int | None) -> str:
 
 
 async def load_timeline(client: RestateClient, sku: str, number: int | None = None) -> Timeline:
+    """Run `number` of the SKU (by default the one that matters now) as a timeline."""
     sku = valid_sku(sku)
     record = await client.sku_status(sku)
     run_id = chosen_run(record, number)
@@ -47,6 +48,7 @@ async def answered_times(client: RestateClient, failures: list[TransientFailure]
 
 
 async def load_run_timeline(client: RestateClient, record: SkuRecord, run_id: str) -> Timeline:
+    """The run as a timeline; one still going is drawn up to now, as the client's clock tells it."""
     outcome = next((o for o in record.outcomes if o.run_id == run_id), None)
     view = await client.run_view(run_id)
     invocation = (await client.run_invocations([run_id])).get(run_id)
@@ -55,7 +57,7 @@ async def load_run_timeline(client: RestateClient, record: SkuRecord, run_id: st
     begin = view.state.started_at if view.state else (outcome.started_at if outcome else None)
     if begin is None and invocation is not None:
         begin = invocation.created_at
-    end = outcome.ended_at if outcome else time.time()
+    end = outcome.ended_at if outcome else client.now()
     related = [
         f
         for f in (await client.sku_agent_failures(record.sku) if entries or failures else [])
@@ -66,7 +68,7 @@ async def load_run_timeline(client: RestateClient, record: SkuRecord, run_id: st
     return build_timeline(
         run_id,
         record.sku,
-        now=time.time(),
+        now=client.now(),
         invocation=invocation,
         entries=entries,
         failures=failures,

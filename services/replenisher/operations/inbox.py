@@ -1,50 +1,34 @@
-"""The manager's approval inbox, and the manager's decision.
+"""The manager's approval inbox: the requests that still wait for a decision (`decide` gives one).
 
 An approval request, with its one-time token, goes to one place only: the manager's inbox
 (`GET <inbox>/manager/approval-requests`); a run's public view withholds the token, since
 whoever holds it answers for the manager. So the inbox lists what the manager's inbox holds,
 checked against the runs themselves: a request shows only while its run still waits for a
 decision on that PO (a decision given elsewhere, a timeout or a re-quote retire it).
-
-A decision goes where every manager decision goes: the SKU's address on Restate's ingress
-(`SkuAgent/<SKU>/deliver`, event `approval`), which resolves the run's durable promise.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-import time
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
 from replenisher.domain.calendar import CalendarClock
-from replenisher.domain.documents import ApprovalDecision, ApprovalRequest, Quote
+from replenisher.domain.documents import ApprovalRequest, Quote
 from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
-from replenisher.domain.tools.limits import MAX_APPROVAL_ROUNDS
 from replenisher.domain.tools.quoting import rounds_left_to_requote
-from replenisher.timeline.format import clock
+from replenisher.operations.restate.client import RestateClient
+from replenisher.operations.restate.errors import OperatorError, Refused, Unreachable
+from replenisher.operations.restate.http import valid_sku
+from replenisher.operations.restate.read_models import RunView
 from replenisher.timeline.model import decision_from_approval
-from replenisher.timeline.restate import (
-    Accepted,
-    OperatorError,
-    Refused,
-    RestateClient,
-    RunView,
-    Unreachable,
-    valid_sku,
-)
 
 _TIMEOUT = httpx.Timeout(15.0, connect=3.0)
 
 
 class NoPendingApproval(OperatorError):
-    pass
-
-
-class BadDecision(OperatorError):
     pass
 
 
@@ -136,41 +120,6 @@ class PendingApproval(BaseModel):
 
     def quote_expired(self, now: float) -> bool:
         return now >= self.quote_valid_until
-
-
-FRESH_QUOTES_NOTE = "the quote had expired: get fresh quotes"
-
-
-class Decided(BaseModel):
-    sku: str
-    run_id: str
-    po_number: str
-    token: str
-    requested_at: float
-    approved: bool
-    up_to: float | None
-    routed_to: str | None
-    kept: bool
-    accepted_as: str | None = Field(
-        default=None, description="the service is down: the invocation Restate holds, to run when it is back"
-    )
-    service_down_since: float | None = None
-    fresh_quotes: bool = Field(default=False, description="approved on an expired quote: the run re-quotes")
-
-    @property
-    def verdict(self) -> str:
-        if self.fresh_quotes:
-            return "sent back for fresh quotes (its quote had expired: nothing is ordered on it)"
-        return f"approved up to {self.up_to:.2f}" if self.approved and self.up_to is not None else "rejected"
-
-    def accepted_line(self) -> str:
-        """What to say when the service is down: Restate holds the decision, nothing failed."""
-        since = f" since {clock(self.service_down_since)}" if self.service_down_since else ""
-        ident = f" (invocation {self.accepted_as})" if self.accepted_as else ""
-        return (
-            f"{self.po_number} {self.verdict}: Restate accepted the decision{ident}. The replenisher service is "
-            f"down{since}; {self.run_id} will read the decision when the service is back."
-        )
 
 
 def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
@@ -282,100 +231,3 @@ async def pending_for(
     if not found:
         raise NoPendingApproval(f"the manager's inbox holds no open request for {approval.request.po_number}")
     return found[-1]
-
-
-async def decide(
-    client: RestateClient,
-    inbox: ManagerInbox,
-    sku: str,
-    *,
-    approved: bool,
-    up_to: float | None = None,
-    note: str = "",
-    by: str = "manager",
-    token: str | None = None,
-) -> Decided:
-    """Approve (up to a price) or reject the SKU's pending PO. `token`, when given, must be the
-    pending request's: a page or a `status` read before a re-quote must not approve new terms."""
-    pending = await pending_for(client, inbox, sku, token)
-    if token is not None and token != pending.token:
-        raise NoPendingApproval(
-            f"that token is not the one of {pending.sku}'s pending approval request (now {pending.po_number} at "
-            f"{pending.unit_price:.2f}): it was answered or replaced; look again before deciding"
-        )
-    # An approval of an expired quote orders nothing: the run's `place_order` refuses it, and the
-    # run gets fresh quotes and asks again. That is the manager's only way to new terms: the
-    # run otherwise waits out the approval window on a request nothing can be ordered on.
-    if approved and up_to is not None:
-        if not math.isfinite(up_to) or up_to <= 0:
-            raise BadDecision(f"up to {up_to} is no unit price: approve a price above 0 (at least the asked one)")
-        if up_to < pending.unit_price:
-            raise BadDecision(
-                f"up to {up_to:.2f} is below the asked {pending.unit_price:.2f}: the agent would take it as a "
-                "rejection; reject instead, or approve at least the asked price"
-            )
-    fresh_quotes = approved and pending.quote_expired(time.time())
-    if fresh_quotes:
-        if not pending.requote_left:
-            raise BadDecision(
-                f"{pending.po_number}'s quote expired, and {pending.run_id} has used its {MAX_APPROVAL_ROUNDS} "
-                "approval requests (or its rounds of quotes): it cannot get fresh quotes, so approving orders "
-                "nothing. Reject it to end the run now (the SKU starts another after its rest: "
-                "REPLENISHER_REST_AFTER_FAILURE_DAYS)"
-            )
-        up_to, note = pending.unit_price, note or FRESH_QUOTES_NOTE
-    if approved:
-        up_to = pending.unit_price if up_to is None else up_to
-    else:
-        up_to = None
-    decision = ApprovalDecision(
-        po_number=pending.po_number, token=pending.token, approved=approved, up_to=up_to, by=by, note=note
-    )
-    # One key per token and decision: a double click or a retried request delivers once.
-    key = f"manager-{pending.token}-{'approve' if approved else 'reject'}-{up_to}"
-    try:
-        answer = await client.deliver(pending.sku, "approval", decision.model_dump(mode="json"), idempotency_key=key)
-    except Accepted as e:
-        return Decided(
-            sku=pending.sku,
-            run_id=pending.run_id,
-            po_number=pending.po_number,
-            token=pending.token,
-            requested_at=pending.requested_at,
-            approved=approved,
-            up_to=up_to,
-            routed_to=None,
-            kept=False,
-            accepted_as=e.invocation_id or "",
-            service_down_since=e.health.since,
-            fresh_quotes=fresh_quotes,
-        )
-    return Decided(
-        sku=pending.sku,
-        run_id=pending.run_id,
-        po_number=pending.po_number,
-        token=pending.token,
-        requested_at=pending.requested_at,
-        approved=approved,
-        up_to=up_to,
-        routed_to=answer.get("run_id"),
-        kept=bool(answer.get("kept")),
-        fresh_quotes=fresh_quotes,
-    )
-
-
-async def wait_until_taken(client: RestateClient, decided: Decided, timeout: float = 30.0) -> State | None:  # noqa: ASYNC109
-    """Poll the run until it has read the decision; its state then, or None on timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = (await client.run_view(decided.run_id)).state
-        approval = state.approval if state is not None else None
-        if state is not None and (
-            state.is_finished
-            or approval is None
-            or approval.status != "pending"
-            or approval.requested_at != decided.requested_at
-        ):
-            return state
-        await asyncio.sleep(0.2)
-    return None

@@ -9,18 +9,17 @@ by PO number) adds the goods it saw come in, not the order again.
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from replenisher.console.overview import parsed
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
-from replenisher.timeline.restate import RestateClient
+from replenisher.operations.overview import parsed
+from replenisher.operations.restate.client import RestateClient
 
 
 class SpendQuery(BaseModel):
@@ -173,11 +172,11 @@ def summarise(lines: list[OrderMoney], query: SpendQuery, now: float, calendar: 
     )
 
 
-async def spend(client: RestateClient, query: SpendQuery, now: float | None = None) -> Spend:
+async def spend(client: RestateClient, query: SpendQuery, now: float) -> Spend:
     records = await client.sku_records()
     active = await client.run_states([r.active.run_id for r in records if r.active is not None])
     calendar = next((s.clock for s in active.values()), None) or await any_calendar(client)
-    return summarise(orders_of(records, active), query, time.time() if now is None else now, calendar)
+    return summarise(orders_of(records, active), query, now, calendar)
 
 
 async def any_calendar(client: RestateClient) -> CalendarClock | None:

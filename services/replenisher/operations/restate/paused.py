@@ -1,0 +1,126 @@
+"""Calls Restate paused: they run again only when a person resumes them."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from replenisher.domain.sku import SkuRecord, split_run_id
+from replenisher.loop import names
+from replenisher.operations.restate.errors import OperatorError
+from replenisher.operations.restate.health import OURS
+from replenisher.operations.restate.http import RestateHttp, among
+from replenisher.timeline.format import clock
+from replenisher.timeline.journal import epoch, error_text
+
+# The SkuAgent's shared handlers (reads that run beside its exclusive calls); kept equal to the
+# object's own definition by a test, so this module needs no Restate SDK.
+AGENT_SHARED_HANDLERS = frozenset({"status"})
+
+
+def paused_keys(record: SkuRecord) -> list[str]:
+    """Where a paused call of this SKU can be: its agent, its active run, the run whose order is
+    unresolved, and its recent runs (a run's last calls, e.g. `RunArchive.keep`, outlive it)."""
+    runs = [record.active.run_id] if record.active else []
+    if record.unresolved is not None:
+        runs.append(record.unresolved.run_id)
+    runs += [outcome.run_id for outcome in reversed(record.outcomes)]
+    return [record.sku, *dict.fromkeys(runs)]
+
+
+class PausedCall(BaseModel):
+    """An invocation Restate paused: it runs again only when a person resumes it.
+
+    Restate pauses an invocation whose retries ran out (`default-retry-policy`, e.g. a service
+    away longer than that), one whose journal the code no longer matches, or one an operator
+    paused. A paused exclusive call of a SKU's agent holds the SKU: every later call to it
+    that is not a read waits behind it.
+    """
+
+    id: str
+    target: str = Field(description="service/key/handler, e.g. SkuAgent/SKU-1/check")
+    since: float | None = Field(default=None, description="when Restate last changed it (it paused then)")
+    error: str | None = Field(default=None, description="its last failure, one line")
+    code: str | None = None
+
+    @property
+    def handler(self) -> str:
+        return self.target.rsplit("/", 1)[-1]
+
+    @property
+    def on_agent(self) -> bool:
+        """A call to a SKU's agent (its key is the SKU), of any kind."""
+        return self.target.startswith(f"{names.SKU_AGENT}/")
+
+    @property
+    def holds_sku(self) -> bool:
+        """An exclusive call to a SKU's agent: every later call to it that is not a read waits
+        behind it. A paused shared read (`status`) holds nothing."""
+        return self.on_agent and self.handler not in AGENT_SHARED_HANDLERS
+
+    @property
+    def sku(self) -> str:
+        """The SKU it belongs to: the agent's key, or the SKU in a run's id (replenish-SKU-N)."""
+        key = self.target.split("/", 2)[1]
+        return key if self.on_agent else split_run_id(key)[0]
+
+    def when_and_why(self) -> str:
+        """` at <time> after <code> <error>`, as far as Restate knows them."""
+        since = f" at {clock(self.since)}" if self.since is not None else ""
+        code = f"{self.code} " if self.code else ""
+        return since + (f" after {code}{self.error}" if self.error else "")
+
+    def line(self) -> str:
+        return f"Restate paused `{self.handler}` ({self.target}, invocation {self.id}){self.when_and_why()}"
+
+    def remedy(self) -> str:
+        return (
+            f"it runs again only when resumed: fix the cause, then `restate invocations resume {self.id}` "
+            f"(`restate invocations describe {self.id}` shows the whole error)"
+        )
+
+
+class Blocked(OperatorError):
+    """The call waits behind a paused invocation of the same SKU: it runs once that one is resumed."""
+
+    def __init__(self, what: str, invocation_id: str | None, paused: PausedCall) -> None:
+        ident = f" as invocation {invocation_id}" if invocation_id else ""
+        held = f"Restate holds {what}{ident}, queued" if invocation_id else f"{what} is queued"
+        super().__init__(f"{held} behind a paused call: {paused.line()}; {paused.remedy()}")
+        self.what = what
+        self.invocation_id = invocation_id
+        self.paused = paused
+
+
+async def paused(http: RestateHttp, keys: list[str] | None = None) -> list[PausedCall]:
+    """Paused invocations of the SkuAgent, Replenish and RunArchive objects with these keys
+    (a SKU, its runs' ids), or of all of them (`None`), oldest first."""
+    if keys is not None and not keys:
+        return []
+    only = f"AND target_service_key IN {among(keys)} " if keys is not None else ""
+    rows = await http.sql(
+        "SELECT id, target, modified_at, last_failure, last_failure_error_code FROM sys_invocation "
+        f"WHERE status = 'paused' AND target_service_name IN {among(OURS)} "
+        f"{only}ORDER BY modified_at"
+    )
+    return [
+        PausedCall(
+            id=str(r["id"]),
+            target=str(r["target"]),
+            since=epoch(r.get("modified_at")),
+            error=error_text(r["last_failure"]) if r.get("last_failure") else None,
+            code=r.get("last_failure_error_code") or None,
+        )
+        for r in rows
+    ]
+
+
+async def paused_holding(http: RestateHttp, path: str) -> PausedCall | None:
+    """The paused call that holds a SKU's agent this call is for (only exclusive calls wait)."""
+    parts = path.strip("/").split("/")
+    if len(parts) < 3 or parts[0] != names.SKU_AGENT:
+        return None
+    try:
+        found = await paused(http, [parts[1]])
+    except OperatorError:
+        return None
+    return next((p for p in found if p.holds_sku), None)
