@@ -1,11 +1,11 @@
 """The package's architecture, as pyproject.toml's import-linter contracts state it, holds.
 
 Layers (cli, then the faces, the operator layer, the timeline, the loop's engines, the loop, the
-domain), the composition root between the Restate handlers and the parts it builds,
-adapters and deciders that know nothing of the loop, a domain that imports nothing outside
-itself, a service that never imports the simulated world (only the in-memory engine runs on it), and no import
-cycle anywhere (a function-local import that hides one counts). A broken contract fails this
-test with its name and the imports that break it.
+domain), the composition root between the Restate handlers and the parts it builds, adapters and
+deciders that know nothing of the loop, a domain that imports nothing outside itself, a service
+that never imports the simulated world (only the in-memory engine runs on it), sign-in that knows
+nothing of the faces using it, and no import cycle anywhere (a function-local import that hides one
+counts). A broken contract fails this test with its name and the imports that break it.
 """
 
 from __future__ import annotations
