@@ -78,9 +78,8 @@ class ModelNotConfigured:
 
 
 class Wiring:
-    """One app's parts. Any part given is used as is; the others are built from the settings.
-
-    Made by `bootstrap` (the same arguments)."""
+    """One app's parts (`bootstrap`): any part given is used as is; the others are built from the
+    settings, each on first use. The settings themselves are read when the parts are made."""
 
     def __init__(
         self,
@@ -93,7 +92,7 @@ class Wiring:
         clock: Clock | None = None,
         archive: ArchiveFor | None = None,
     ) -> None:
-        self._given_settings = settings
+        self.settings: Settings = settings if settings is not None else load_settings()
         # A run's parts by its pinned terms, shared by the runs that have the same.
         self._by_terms: dict[str, tuple[Decider, ReplyReader, World]] = {}
         self.clock: Clock = clock if clock is not None else time.time
@@ -108,10 +107,6 @@ class Wiring:
             self.world = world
         if http is not None:
             self.http = http
-
-    @cached_property
-    def settings(self) -> Settings:
-        return self._given_settings if self._given_settings is not None else load_settings()
 
     @cached_property
     def claude_client(self) -> anthropic.AsyncAnthropic:
@@ -241,27 +236,10 @@ class Wiring:
         check_claude_settings(self.settings)
 
 
-def bootstrap(
-    settings: Settings | None = None,
-    *,
-    decider: Decider | None = None,
-    reader: ReplyReader | None = None,
-    world: World | None = None,
-    http: LoopClient | None = None,
-    clock: Clock | None = None,
-    archive: ArchiveFor | None = None,
-) -> Wiring:
-    """An app's parts: those given, the rest built (on first use) from `settings`, by default the
-    environment's now (`load_settings`: a bad value stops here, naming its variable)."""
-    return Wiring(
-        settings if settings is not None else load_settings(),
-        decider=decider,
-        reader=reader,
-        world=world,
-        http=http,
-        clock=clock,
-        archive=archive,
-    )
+bootstrap = Wiring
+"""`bootstrap(settings=None, *, decider=, reader=, world=, http=, clock=, archive=)`: an app's parts,
+those given, the rest built (on first use) from `settings`, by default the environment's now
+(`load_settings`: a bad value stops here, naming its variable)."""
 
 
 _serving: ContextVar[Wiring] = ContextVar("replenisher_parts")
