@@ -179,7 +179,7 @@ class Ours(System):
             **self.decider_env(),
         }
         self.service = AsgiApp(
-            "bench.peers.restate_app:app",
+            "bench.peers.restate_app:create_app()",
             free_port(),
             service_env,
             name="replenisher",

@@ -56,7 +56,7 @@ def failover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HypercornApp]
     env = {"REPLENISHER_FAILOVER_UPSTREAMS": nowhere, "REPLENISHER_FAILOVER_DEADLINE_SECONDS": "0.5"}
     log: Path = tmp_path_factory.mktemp("failover") / "failover.log"
     with serving(
-        HypercornApp("replenisher.stack.failover:app", free_port(), env, name="failover", log_path=log)
+        HypercornApp("replenisher.stack.failover:create_app()", free_port(), env, name="failover", log_path=log)
     ) as app:
         yield app
 

@@ -1,9 +1,10 @@
 """Ours: the replenisher service exactly as deployed, plus the synthetic wake-up workflow.
 
-Serve with `hypercorn bench.peers.restate_app:app`. The real `SkuAgent` and `Replenish` run
-unchanged; `BenchRun` (a Restate workflow) is the wake-up shape of `shape.py`: K `ctx.run`
-steps, a durable promise resolved by its `approve` handler, one step after it. `/bench/stats`
-reports the tasks the process holds, which is how many invocations it keeps open.
+Serve with `hypercorn 'bench.peers.restate_app:create_app()'` (a factory: it bootstraps the
+service's parts). The real `SkuAgent` and `Replenish` run unchanged; `BenchRun` (a Restate
+workflow) is the wake-up shape of `shape.py`: K `ctx.run` steps, a durable promise resolved by
+its `approve` handler, one step after it. `/bench/stats` reports the tasks the process holds,
+which is how many invocations it keeps open.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from bench.peers.shape import decide_turn, woke_at
 from replenisher.durable.archive import run_archive
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
+from replenisher.wiring import bootstrap, serving
 
 bench_run = restate.Workflow("BenchRun")
 
@@ -51,13 +53,20 @@ async def approve(ctx: WorkflowSharedContext, payload: dict[str, Any]) -> None:
     await ctx.promise("approval", type_hint=dict).resolve(payload)
 
 
-service = restate.app(services=[sku_agent, replenish, run_archive, bench_run])
+def create_app() -> Any:
+    """The services with their parts from the environment (`bootstrap`), as the service's own factory builds them."""
+    parts = bootstrap()
+    parts.check()
+    service = restate.app(services=[sku_agent, replenish, run_archive, bench_run])
 
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/bench/stats":
+            body = json.dumps(process_stats()).encode()
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        with serving(parts):
+            await service(scope, receive, send)
 
-async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] == "http" and scope["path"] == "/bench/stats":
-        body = json.dumps(process_stats()).encode()
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": body})
-        return
-    await service(scope, receive, send)
+    return app

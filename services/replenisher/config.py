@@ -1,22 +1,28 @@
-"""Settings from the environment, read once per process (by `replenisher.wiring`).
+"""Settings from the environment (pydantic-settings), read by the composition root (`replenisher.wiring.bootstrap`).
+
+Each field `x` is the variable `REPLENISHER_X` (the key alone is `ANTHROPIC_API_KEY`); an empty
+variable counts as unset. A bad value stops the service at start with the variable and the
+reason (`load_settings`). The variables, defaults and meanings: docs/operating/settings.md.
 
 Every wait is in business days on the site calendar (`REPLENISHER_CALENDAR_FILE`; Monday to
 Friday, UTC by default); `REPLENISHER_DAY_SECONDS` compresses a calendar day (a real day by
 default, about a second in the demo, a fraction of a second in tests). A compressed clock
 needs a fixed origin shared with the world: `REPLENISHER_CLOCK_WALL_ORIGIN` (epoch seconds)
 is calendar instant `REPLENISHER_CLOCK_CALENDAR_ORIGIN` (ISO date-time or epoch seconds).
+Without one, the origin is when the settings were read (`started_at`).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SecretBytes, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretBytes, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from replenisher.addresses import DEFAULT_WORLD_URL
 from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, Instant, load_calendar
@@ -26,17 +32,19 @@ from replenisher.inbound.stamp import DoorKeyError, load_door_key
 
 # A 32-byte Ed25519 public key in base58, as restate-server logs it when it loads its private key.
 _PUBLIC_KEY = re.compile(r"publickeyv1_[1-9A-HJ-NP-Za-km-z]{32,44}")
-# Without a configured origin a compressed clock starts at this process's start (the world
-# then disagrees on the date: the stack and the test fixtures always pass one).
-_PROCESS_START = time.time()
+PREFIX = "REPLENISHER_"
+LOADED = frozenset({"calendar", "door_key", "started_at"})
+"""Fields no variable sets: loaded from the file a variable names, or taken when the settings are read."""
 
 
-class Settings(BaseModel):
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=PREFIX, env_ignore_empty=True, populate_by_name=True, extra="ignore")
+
     world_url: str = DEFAULT_WORLD_URL
     day_seconds: float = Field(default=86_400.0, gt=0)
     calendar_file: str | None = None
     calendar: BusinessCalendar = Field(default_factory=BusinessCalendar, description="loaded from calendar_file")
-    approval_reminders: tuple[float, ...] = ApprovalPolicy().reminders
+    approval_reminders: Annotated[tuple[float, ...], NoDecode] = ApprovalPolicy().reminders
     backup_approver: str | None = ApprovalPolicy().backup_approver
     clock_wall_origin: float | None = None
     clock_calendar_origin: Instant | None = None
@@ -52,13 +60,13 @@ class Settings(BaseModel):
     goods_grace_days: float = Field(default=WaitDays().goods_grace, ge=0)
     # Public keys (`publickeyv1_...`) of the Restate servers allowed to call the service. Empty:
     # any caller that reaches the port is served, so keep the port private.
-    identity_keys: tuple[str, ...] = ()
+    identity_keys: Annotated[tuple[str, ...], NoDecode] = ()
     # The key the inbound endpoint stamps what it forwards with (REPLENISHER_DOOR_KEY_FILE): a
     # sender stated on `deliver` counts only under its stamp. None: every stated sender is an operator's say.
     door_key_file: str | None = None
     door_key: SecretBytes | None = Field(default=None, description="loaded from door_key_file")
     # The Claude decider (REPLENISHER_DECIDER=claude); see docs/agent/claude.md.
-    anthropic_api_key: SecretStr | None = None
+    anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = None
     claude_model: str = "claude-sonnet-4-6"
     claude_max_tokens: int = Field(default=1024, ge=64, le=8192)
@@ -72,6 +80,21 @@ class Settings(BaseModel):
     # Where model calls in flight are written down outside the journal, so a call answered
     # just before the process died is still charged when its step runs again (on this host).
     model_spool_dir: Path | None = None
+    # Without a configured origin a compressed clock starts when the settings were read (the
+    # world then disagrees on the date: the stack and the test fixtures always pass one).
+    started_at: float = Field(default_factory=time.time, description="when these settings were read")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then the environment: no .env file, no secrets directory."""
+        return init_settings, _Variables(settings_cls)
 
     @field_validator("approval_reminders", mode="before")
     @classmethod
@@ -127,7 +150,7 @@ class Settings(BaseModel):
         if self.clock_wall_origin is not None:
             wall = self.clock_wall_origin
         else:
-            wall = 0.0 if self.day_seconds == DAY else _PROCESS_START
+            wall = 0.0 if self.day_seconds == DAY else self.started_at
         origin = ClockOrigin.at(wall, self.clock_calendar_origin)
         return CalendarClock(calendar=self.calendar, day_seconds=self.day_seconds, origin=origin)
 
@@ -136,56 +159,40 @@ class Settings(BaseModel):
         return timedelta(seconds=self.clock.after(wall, business_days) - wall)
 
 
-_ENV = {
-    "world_url": "REPLENISHER_WORLD_URL",
-    "day_seconds": "REPLENISHER_DAY_SECONDS",
-    "calendar_file": "REPLENISHER_CALENDAR_FILE",
-    "approval_reminders": "REPLENISHER_APPROVAL_REMINDERS",
-    "backup_approver": "REPLENISHER_BACKUP_APPROVER",
-    "clock_wall_origin": "REPLENISHER_CLOCK_WALL_ORIGIN",
-    "clock_calendar_origin": "REPLENISHER_CLOCK_CALENDAR_ORIGIN",
-    "check_interval_days": "REPLENISHER_CHECK_INTERVAL_DAYS",
-    "rest_after_failure_days": "REPLENISHER_REST_AFTER_FAILURE_DAYS",
-    "decider": "REPLENISHER_DECIDER",
-    "code_version": "REPLENISHER_CODE_VERSION",
-    "step_max_attempts": "REPLENISHER_STEP_MAX_ATTEMPTS",
-    "step_initial_retry_ms": "REPLENISHER_STEP_INITIAL_RETRY_MS",
-    "step_max_retry_ms": "REPLENISHER_STEP_MAX_RETRY_MS",
-    "approval_wait_days": "REPLENISHER_APPROVAL_WAIT_DAYS",
-    "reply_wait_days": "REPLENISHER_REPLY_WAIT_DAYS",
-    "goods_grace_days": "REPLENISHER_GOODS_GRACE_DAYS",
-    "identity_keys": "REPLENISHER_IDENTITY_KEYS",
-    "door_key_file": "REPLENISHER_DOOR_KEY_FILE",
-    "anthropic_api_key": "ANTHROPIC_API_KEY",
-    "anthropic_base_url": "REPLENISHER_ANTHROPIC_BASE_URL",
-    "claude_model": "REPLENISHER_CLAUDE_MODEL",
-    "claude_max_tokens": "REPLENISHER_CLAUDE_MAX_TOKENS",
-    "claude_timeout_seconds": "REPLENISHER_CLAUDE_TIMEOUT_SECONDS",
-    "claude_max_retries": "REPLENISHER_CLAUDE_MAX_RETRIES",
-    "claude_asks_per_turn": "REPLENISHER_CLAUDE_ASKS_PER_TURN",
-    "claude_budget_usd": "REPLENISHER_CLAUDE_BUDGET_USD",
-    "claude_read_replies": "REPLENISHER_CLAUDE_READ_REPLIES",
-    "claude_input_usd_per_mtok": "REPLENISHER_CLAUDE_INPUT_USD_PER_MTOK",
-    "claude_output_usd_per_mtok": "REPLENISHER_CLAUDE_OUTPUT_USD_PER_MTOK",
-    "model_spool_dir": "REPLENISHER_MODEL_SPOOL_DIR",
-}
+class _Variables(EnvSettingsSource):
+    """The process environment, for every field but those loaded from a file (`LOADED`)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        if field_name in LOADED:
+            return None, field_name, False
+        return super().get_field_value(field, field_name)
 
 
-def load_settings() -> Settings:
-    """Read the settings from the environment now (the composition root does, once per process)."""
-    raw: dict[str, object] = {field: os.environ[var] for field, var in _ENV.items() if os.environ.get(var)}
-    if isinstance(path := raw.get("calendar_file"), str):
+def variable(field: str) -> str:
+    """The environment variable that sets a field (`day_seconds`: `REPLENISHER_DAY_SECONDS`)."""
+    info = Settings.model_fields.get(field)
+    if info is not None and isinstance(info.validation_alias, str):
+        return info.validation_alias
+    return field if field.isupper() else PREFIX + field.upper()
+
+
+def load_settings(**given: Any) -> Settings:
+    """The settings from the environment now, any field `given` taking the place of its variable;
+    a bad value is a start-up error (`SystemExit`) naming the variable and the reason."""
+    try:
+        s = Settings(**given)
+    except ValidationError as e:
+        problems = "; ".join(f"{variable(str(err['loc'][0]))}: {err['msg']}" for err in e.errors())
+        raise SystemExit(f"invalid replenisher settings: {problems}") from e
+    loaded: dict[str, object] = {}
+    if s.calendar_file and "calendar" not in given:
         try:
-            raw["calendar"] = load_calendar(Path(path))
+            loaded["calendar"] = load_calendar(Path(s.calendar_file))
         except (OSError, ValueError) as e:
             raise SystemExit(f"invalid replenisher settings: REPLENISHER_CALENDAR_FILE: {e}") from e
-    if isinstance(path := raw.get("door_key_file"), str):
+    if s.door_key_file and "door_key" not in given:
         try:
-            raw["door_key"] = load_door_key(Path(path))
+            loaded["door_key"] = SecretBytes(load_door_key(Path(s.door_key_file)))
         except DoorKeyError as e:
             raise SystemExit(f"invalid replenisher settings: REPLENISHER_DOOR_KEY_FILE: {e}") from e
-    try:
-        return Settings.model_validate(raw)
-    except ValidationError as e:
-        problems = "; ".join(f"{_ENV.get(str(err['loc'][0]), err['loc'][0])}: {err['msg']}" for err in e.errors())
-        raise SystemExit(f"invalid replenisher settings: {problems}") from e
+    return s.model_copy(update=loaded) if loaded else s

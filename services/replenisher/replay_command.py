@@ -133,9 +133,9 @@ def build_decider(name: str, model: str | None) -> Decider:
 
         return OfflinePolicy()
     from replenisher.deciders.claude import ClaudeDecider
-    from replenisher.wiring import price_override, wiring
+    from replenisher.wiring import bootstrap, price_override
 
-    parts = wiring()
+    parts = bootstrap()
     s = parts.settings
     if s.anthropic_api_key is None or not s.anthropic_api_key.get_secret_value():
         raise ReplayError("--decider claude needs ANTHROPIC_API_KEY")

@@ -1,17 +1,17 @@
-"""The composition root: the settings, the decider, the reply reader and the outside world, built in one place.
+"""The composition root: `bootstrap(...)` builds one app's parts (settings, decider, reply reader,
+the outside world over one HTTP client, the clock, the archive) in one place.
 
-The service, the CLI and the scripts take their parts from `wiring()`: one `Wiring` per
-process, built lazily from the environment (`config.load_settings`), each part on first use
-(the Anthropic SDK takes seconds to import, and is imported only when Claude is chosen).
-Nothing else caches a part of it, so nothing else needs clearing.
+Every part has a default, built from the settings (`config.load_settings`, pydantic-settings over
+the environment), which a test or a tool overrides by argument:
 
-Tests (and tools that need other parts) say so with `override`:
+    parts = bootstrap(decider=my_decider, world=my_world)   # the rest from the environment
+    parts = bootstrap(load_settings(world_url=url))          # settings of its own
 
-    with override(Wiring(decider=my_decider, world=my_world)):
-        ...  # every wiring() here answers with those parts; the rest still from the environment
-
-    with override():  # a fresh wiring that reads the environment as it is now (e.g. after monkeypatch.setenv)
-        ...
+Each part is built on first use (the Anthropic SDK takes seconds to import, and is imported only
+when Claude is chosen) and kept by the `Wiring` that `bootstrap` returned, never by a module:
+nothing is cached per process, so nothing needs clearing. The service's ASGI app is made by a
+factory that bootstraps (`replenisher.durable.app.create_app`) and serves each request with its
+parts (`serving`): Restate's handlers ask `wiring()` for the parts of the app serving them.
 
 `REPLENISHER_DECIDER=claude` selects the Claude decider, with the model id from
 `REPLENISHER_CLAUDE_MODEL` and the key from `ANTHROPIC_API_KEY`; it then also reads supplier
@@ -26,22 +26,31 @@ retries and timeout) is the running service's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from replenisher.config import Settings, load_settings
 from replenisher.domain.costs import ModelPrice
 from replenisher.domain.decisions import Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.extraction import OfflineReplyReader
 from replenisher.domain.policy import OfflinePolicy
-from replenisher.domain.ports import Rejected, ReplyReader, World
+from replenisher.domain.ports import Clock, Rejected, ReplyReader, World
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 
 if TYPE_CHECKING:
     import anthropic
+
+    from replenisher.adapters.http import LoopClient
+    from replenisher.loop.archiving import ArchiveSink
+
+ArchiveFor = Callable[[Any], "ArchiveSink"]
+"""Where a run's archive goes, given the run's context (Restate's: `RestateArchiveSink`)."""
 
 
 def check_claude_settings(s: Settings) -> None:
@@ -69,7 +78,8 @@ class ModelNotConfigured:
 
 
 class Wiring:
-    """One process's parts. Any part given is used as is; the others are built from the settings."""
+    """One app's parts (`bootstrap`): any part given is used as is; the others are built from the
+    settings, each on first use. The settings themselves are read when the parts are made."""
 
     def __init__(
         self,
@@ -78,20 +88,25 @@ class Wiring:
         decider: Decider | None = None,
         reader: ReplyReader | None = None,
         world: World | None = None,
+        http: LoopClient | None = None,
+        clock: Clock | None = None,
+        archive: ArchiveFor | None = None,
     ) -> None:
-        self._given_settings = settings
+        self.settings: Settings = settings if settings is not None else load_settings()
         # A run's parts by its pinned terms, shared by the runs that have the same.
         self._by_terms: dict[str, tuple[Decider, ReplyReader, World]] = {}
+        self.clock: Clock = clock if clock is not None else time.time
+        """The wall clock: the worlds' (the tools stamp their results with it) and the durable steps'."""
+        self.archive: ArchiveFor | None = archive
+        """Where runs keep their archives; None: the engine's own (Restate's run state, then `RunArchive`)."""
         if decider is not None:
             self.decider = decider
         if reader is not None:
             self.reader = reader
         if world is not None:
             self.world = world
-
-    @cached_property
-    def settings(self) -> Settings:
-        return self._given_settings if self._given_settings is not None else load_settings()
+        if http is not None:
+            self.http = http
 
     @cached_property
     def claude_client(self) -> anthropic.AsyncAnthropic:
@@ -130,10 +145,20 @@ class Wiring:
         return OfflineReplyReader()
 
     @cached_property
-    def world(self) -> World:
+    def http(self) -> LoopClient:
+        """The one HTTP client of every world these parts build (remade on another event loop)."""
+        from replenisher.adapters.http import LoopClient
+
+        return LoopClient()
+
+    def http_world(self, reader: ReplyReader) -> World:
         from replenisher.adapters.world import HttpWorld
 
-        return HttpWorld(self.settings.world_url, reader=self.reader)
+        return HttpWorld(self.settings.world_url, self.http, reader=reader, clock=self.clock)
+
+    @cached_property
+    def world(self) -> World:
+        return self.http_world(self.reader)
 
     def decider_terms(self) -> DeciderTerms:
         """The decider a new run is fixed to, from these settings: recorded in its request when it
@@ -193,9 +218,7 @@ class Wiring:
                     )
             else:
                 decider = OfflinePolicy()
-            from replenisher.adapters.world import HttpWorld
-
-            self._by_terms[key] = (decider, reader, HttpWorld(self.settings.world_url, reader=reader))
+            self._by_terms[key] = (decider, reader, self.http_world(reader))
         return self._by_terms[key]
 
     def decider_for(self, terms: DeciderTerms) -> Decider:
@@ -213,27 +236,43 @@ class Wiring:
         check_claude_settings(self.settings)
 
 
-_current: Wiring | None = None
+bootstrap = Wiring
+"""`bootstrap(settings=None, *, decider=, reader=, world=, http=, clock=, archive=)`: an app's parts,
+those given, the rest built (on first use) from `settings`, by default the environment's now
+(`load_settings`: a bad value stops here, naming its variable)."""
 
 
-def wiring() -> Wiring:
-    global _current
-    if _current is None:
-        _current = Wiring()
-    return _current
-
-
-def settings() -> Settings:
-    """This process's settings, as its wiring holds them (an `override` included)."""
-    return wiring().settings
+_serving: ContextVar[Wiring] = ContextVar("replenisher_parts")
+"""The parts of the app serving the request at hand: set per request by that app (`serving`),
+read by its handlers. Not a cache: outside a request of an app, there are none."""
 
 
 @contextmanager
-def override(replacement: Wiring | None = None) -> Iterator[Wiring]:
-    """Use `replacement` (default: a fresh `Wiring()`, read from the environment as it is now) inside the block."""
-    global _current
-    previous, _current = _current, replacement if replacement is not None else Wiring()
+def serving(parts: Wiring) -> Iterator[Wiring]:
+    """Inside the block (and the tasks it starts), `wiring()` answers with `parts`."""
+    token = _serving.set(parts)
     try:
-        yield _current
+        yield parts
     finally:
-        _current = previous
+        _serving.reset(token)
+
+
+def wiring() -> Wiring:
+    """The parts of the app serving this request (see `serving`)."""
+    try:
+        return _serving.get()
+    except LookupError:
+        raise RuntimeError(
+            "no app is serving here: build the parts with bootstrap() and serve through them "
+            "(replenisher.durable.app.create_app, or `with serving(parts):`)"
+        ) from None
+
+
+def settings() -> Settings:
+    """The settings of the app serving this request."""
+    return wiring().settings
+
+
+def override(replacement: Wiring | None = None) -> contextlib.AbstractContextManager[Wiring]:
+    """`serving(replacement)`, by default a fresh `bootstrap()` read from the environment as it is now."""
+    return serving(replacement if replacement is not None else bootstrap())

@@ -152,17 +152,17 @@ def _low_stock():
 
 
 @pytest.fixture
-def fresh_settings(monkeypatch: pytest.MonkeyPatch):
-    """A fresh composition root for the test: it reads the environment as the test sets it, and is dropped after."""
-    with wiring.override():
-        yield monkeypatch
+def fresh_settings(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """The environment as the test sets it: each `wiring.bootstrap()` after reads it, and it is restored after."""
+    return monkeypatch
 
 
 def test_the_offline_policy_is_the_default(fresh_settings: pytest.MonkeyPatch) -> None:
     fresh_settings.delenv("REPLENISHER_DECIDER", raising=False)
-    assert isinstance(wiring.wiring().decider, OfflinePolicy)
-    assert isinstance(wiring.wiring().reader, OfflineReplyReader)
-    assert wiring.wiring().decider_terms() == DeciderTerms(decider="offline")
+    parts = wiring.bootstrap()
+    assert isinstance(parts.decider, OfflinePolicy)
+    assert isinstance(parts.reader, OfflineReplyReader)
+    assert parts.decider_terms() == DeciderTerms(decider="offline")
 
 
 def test_claude_is_chosen_by_configuration(fresh_settings: pytest.MonkeyPatch) -> None:
@@ -172,12 +172,13 @@ def test_claude_is_chosen_by_configuration(fresh_settings: pytest.MonkeyPatch) -
     fresh_settings.setenv("REPLENISHER_ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
     fresh_settings.setenv("REPLENISHER_CLAUDE_MAX_RETRIES", "1")
     fresh_settings.setenv("REPLENISHER_CLAUDE_BUDGET_USD", "0.25")
-    decider = wiring.wiring().decider
+    parts = wiring.bootstrap()
+    decider = parts.decider
     assert isinstance(decider, ClaudeDecider) and decider.model == "claude-haiku-4-5"
     assert decider.price.input_per_mtok == 1.0
     assert decider.client.max_retries == 1 and str(decider.client.base_url).startswith("http://127.0.0.1:1")
-    assert isinstance(wiring.wiring().reader, ClaudeReplyReader)
-    assert wiring.wiring().decider_terms() == DeciderTerms(
+    assert isinstance(parts.reader, ClaudeReplyReader)
+    assert parts.decider_terms() == DeciderTerms(
         decider="claude",
         model="claude-haiku-4-5",
         read_replies=True,
@@ -185,25 +186,40 @@ def test_claude_is_chosen_by_configuration(fresh_settings: pytest.MonkeyPatch) -
         budget_usd=0.25,
         skip_single=True,
     )
-    assert "sk-ant-from-env" not in repr(wiring.settings())
+    assert "sk-ant-from-env" not in repr(parts.settings)
 
 
 def test_claude_without_a_key_stops_the_service_at_start(fresh_settings: pytest.MonkeyPatch) -> None:
     fresh_settings.setenv("REPLENISHER_DECIDER", "claude")
     fresh_settings.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(SystemExit, match="needs ANTHROPIC_API_KEY"):
-        wiring.wiring().check()
+        wiring.bootstrap().check()
 
 
-def test_an_override_supplies_its_parts_and_the_rest_come_from_its_settings() -> None:
-    before = wiring.wiring()
+async def test_bootstrap_takes_the_parts_given_and_builds_the_rest_from_its_settings() -> None:
     decider = OfflinePolicy()
-    settings = config.load_settings().model_copy(update={"world_url": "http://127.0.0.1:9"})
-    with wiring.override(wiring.Wiring(settings, decider=decider)) as w:
-        assert wiring.wiring() is w and w.decider is decider
-        assert wiring.settings() is settings  # every reader of the settings sees the override
-        assert w.world.base_url == "http://127.0.0.1:9"  # type: ignore[attr-defined]
-    assert wiring.wiring() is before
+    settings = config.load_settings(world_url="http://127.0.0.1:9")
+    parts = wiring.bootstrap(settings, decider=decider, clock=lambda: 42.0)
+    assert parts.decider is decider and parts.settings is settings
+    assert parts.world.base_url == "http://127.0.0.1:9"  # type: ignore[attr-defined]
+    assert parts.world.clock() == 42.0, "the worlds it builds read its clock"
+    assert parts.world_for(DeciderTerms(decider="claude", model="m")).erp.client is parts.world.erp.client, (  # type: ignore[attr-defined]
+        "every world it builds shares its one HTTP client"
+    )
+    other = wiring.bootstrap(settings)
+    assert other.decider is not decider and other.http is not parts.http, "nothing is shared between two roots"
+    await parts.http.aclose()
+
+
+def test_the_handlers_see_the_parts_of_the_app_serving_them_and_none_outside() -> None:
+    parts = wiring.bootstrap(config.load_settings(world_url="http://127.0.0.1:9"))
+    with pytest.raises(RuntimeError, match="no app is serving here"):
+        wiring.wiring()
+    with wiring.serving(parts) as served:
+        assert wiring.wiring() is served is parts
+        assert wiring.settings() is parts.settings  # every reader of the settings sees the same
+    with pytest.raises(RuntimeError):
+        wiring.wiring()
 
 
 def test_a_run_is_served_by_the_decider_its_terms_name_whatever_the_service_is_set_to(
@@ -212,7 +228,7 @@ def test_a_run_is_served_by_the_decider_its_terms_name_whatever_the_service_is_s
     fresh_settings.setenv("REPLENISHER_DECIDER", "claude")
     fresh_settings.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
     fresh_settings.setenv("REPLENISHER_CLAUDE_MODEL", "claude-haiku-4-5")
-    w = wiring.wiring()
+    w = wiring.bootstrap()
     offline_run = DeciderTerms(decider="offline")
     assert isinstance(w.decider_for(offline_run), OfflinePolicy)
     assert isinstance(w.reader_for(offline_run), OfflineReplyReader)
@@ -232,21 +248,22 @@ async def test_a_claude_run_on_a_service_without_a_key_is_refused_not_switched(
     fresh_settings.delenv("REPLENISHER_DECIDER", raising=False)
     fresh_settings.delenv("ANTHROPIC_API_KEY", raising=False)
     claude_run = DeciderTerms(decider="claude", model="claude-sonnet-4-6", read_replies=True)
-    decider = wiring.wiring().decider_for(claude_run)
+    parts = wiring.bootstrap()
+    decider = parts.decider_for(claude_run)
     assert not isinstance(decider, OfflinePolicy)
     with pytest.raises(Rejected, match="fixed to the claude decider"):
         await decider.decide("goal", None, [])  # type: ignore[arg-type]
-    assert isinstance(wiring.wiring().reader_for(claude_run), OfflineReplyReader)
+    assert isinstance(parts.reader_for(claude_run), OfflineReplyReader)
 
 
 def test_a_request_from_before_pinning_follows_the_service(fresh_settings: pytest.MonkeyPatch) -> None:
     fresh_settings.delenv("REPLENISHER_DECIDER", raising=False)
     legacy = DeciderTerms(asks_per_turn=2, budget_usd=0.5)
-    assert wiring.wiring().pinned(legacy) == DeciderTerms(decider="offline", asks_per_turn=2, budget_usd=0.5)
-    assert isinstance(wiring.wiring().decider_for(legacy), OfflinePolicy)
+    assert wiring.bootstrap().pinned(legacy) == DeciderTerms(decider="offline", asks_per_turn=2, budget_usd=0.5)
+    assert isinstance(wiring.bootstrap().decider_for(legacy), OfflinePolicy)
     fresh_settings.setenv("REPLENISHER_DECIDER", "claude")
     fresh_settings.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
-    with wiring.override():
-        # Its journal asked on every turn, one-tool turns included: it goes on asking.
-        pinned = wiring.wiring().pinned(legacy)
-        assert pinned.decider == "claude" and not pinned.skip_single
+    # The service restarted with Claude: its journal asked on every turn, one-tool turns included,
+    # so it goes on asking.
+    pinned = wiring.bootstrap().pinned(legacy)
+    assert pinned.decider == "claude" and not pinned.skip_single

@@ -95,7 +95,7 @@ class ClusterStack:
     kills: list[dict[str, Any]] = field(default_factory=list)
 
 
-FAILOVER_APP = "replenisher.stack.failover:app"
+FAILOVER_APP = "replenisher.stack.failover:create_app()"
 KILL_ORDER = ("n2", "n3", "n1")
 
 

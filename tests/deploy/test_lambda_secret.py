@@ -240,9 +240,9 @@ START = """
 import os, sys
 sys.path.insert(0, ".")
 sys.path.append(os.environ["TEST_LAMBDA_RUNTIME"])  # Lambda's /var/runtime: boto3 and what it needs
-import replenisher.durable.lambda_handler  # the function's init
-from replenisher.wiring import settings
-s = settings()
+import replenisher.durable.lambda_handler  # the function's init: keys into its environment, app bootstrapped
+from replenisher.config import load_settings
+s = load_settings()  # the settings the init built the app from: the environment as it left it
 print(s.decider, s.anthropic_api_key.get_secret_value() if s.anthropic_api_key else None)
 print(s.door_key.get_secret_value().hex() if s.door_key else None)
 """

@@ -7,6 +7,9 @@ journals, and every tool taken was allowed when it was taken.
 
 from __future__ import annotations
 
+import time
+
+from replenisher.domain.documents import PurchaseOrder
 from replenisher.domain.policy import OfflinePolicy
 from replenisher.in_memory.engine import STEP_ATTEMPTS, run_in_memory
 from replenisher.in_memory.world import DAY, Clock, Inbox, MemoryWorld, SupplierSpec
@@ -54,3 +57,27 @@ async def test_the_loop_archives_every_turn_and_the_offline_policy_agrees_with_i
     report = await replay(archive, OfflinePolicy())
     assert report.turns == len(archive.decisions) and report.agree == report.turns, report
     assert report.stopped == "end of record" and report.replayed_outcome == "received"
+
+
+class WatchedClock(MemoryWorld):
+    """Notes, as each order is placed, what `time.time()` and the world's clock read."""
+
+    readings: list[tuple[float, float]]
+
+    async def place_order(self, po: PurchaseOrder):  # type: ignore[no-untyped-def]
+        self.readings.append((time.time(), self.clock()))
+        return await super().place_order(po)
+
+
+async def test_the_tools_read_the_worlds_clock_and_the_process_clock_is_left_alone() -> None:
+    world = WatchedClock(Clock(), {"acme": SupplierSpec(price=4.0)})
+    world.readings = []
+    before = time.time()
+    run = await run_in_memory(OfflinePolicy(), world, Inbox(world), suppliers=["acme"])
+
+    assert run.result.outcome == "received"
+    (process, simulated), *_ = world.readings
+    assert process >= before, "time.time() is the real clock while a step runs: nothing patched it"
+    assert abs(simulated - before) > DAY, "the simulated clock is another time altogether"
+    # The tools stamped their results from the world's clock: the order's time is the simulated one.
+    assert run.state.ordered_at == simulated

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from replenisher.adapters import HttpWorld, Rejected, UnexpectedResponse, aclose_shared_client, shared_client
+from replenisher.adapters import HttpWorld, LoopClient, Rejected, UnexpectedResponse
 from replenisher.adapters.errors import Unavailable, Unreachable
 from replenisher.domain import ports
 from replenisher.domain.documents import ApprovalRequest, PurchaseOrder, QuoteRequest
@@ -112,14 +112,23 @@ async def test_find_order_maps_404_to_none_and_quotes_path_segments() -> None:
     assert found is not None and found.po_number == "PO 1/a"
 
 
-async def test_the_shared_client_is_reused_until_closed() -> None:
-    first = shared_client()
-    assert shared_client() is first
-    await aclose_shared_client()
+async def test_a_loop_client_is_reused_until_closed() -> None:
+    holder = LoopClient()
+    first = holder.get()
+    assert holder.get() is first
+    await holder.aclose()
     assert first.is_closed
-    second = shared_client()
+    second = holder.get()
     assert second is not first and not second.is_closed
-    await aclose_shared_client()
+    await holder.aclose()
+
+
+async def test_a_worlds_adapters_share_one_client_and_read_its_clock() -> None:
+    holder = LoopClient()
+    world = HttpWorld("http://world/", holder, clock=lambda: 123.0)
+    assert world.erp.client is world.suppliers.client is world.manager.client is holder.get()
+    assert world.clock() == 123.0
+    await holder.aclose()
 
 
 def approval_request() -> ApprovalRequest:

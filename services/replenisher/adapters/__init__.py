@@ -2,7 +2,7 @@
 
 from replenisher.adapters.erp import HttpErp
 from replenisher.adapters.errors import Rejected, UnexpectedResponse
-from replenisher.adapters.http import aclose_shared_client, shared_client
+from replenisher.adapters.http import LoopClient
 from replenisher.adapters.manager import HttpManagerInbox
 from replenisher.adapters.suppliers import HttpSuppliers
 from replenisher.adapters.world import HttpWorld
@@ -12,8 +12,7 @@ __all__ = [
     "HttpManagerInbox",
     "HttpSuppliers",
     "HttpWorld",
+    "LoopClient",
     "Rejected",
     "UnexpectedResponse",
-    "aclose_shared_client",
-    "shared_client",
 ]

@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 
 from replenisher.adapters.erp import HttpErp
+from replenisher.adapters.http import LoopClient
 from replenisher.adapters.manager import HttpManagerInbox
 from replenisher.adapters.suppliers import HttpSuppliers
 from replenisher.domain.extraction import OfflineReplyReader
-from replenisher.domain.ports import ReplyReader
+from replenisher.domain.ports import Clock, ReplyReader
 
 
 class HttpWorld:
-    """Implements `replenisher.domain.ports.World`; a real ERP or supplier is another URL."""
+    """Implements `replenisher.domain.ports.World`; a real ERP or supplier is another URL.
+
+    Its adapters share one client (the one given, else a `LoopClient` of its own); its clock is
+    the real one unless another is given."""
 
     def __init__(
-        self, base_url: str, client: httpx.AsyncClient | None = None, reader: ReplyReader | None = None
+        self,
+        base_url: str,
+        client: httpx.AsyncClient | LoopClient | None = None,
+        reader: ReplyReader | None = None,
+        clock: Clock = time.time,
     ) -> None:
         self.base_url = base_url
-        self.erp = HttpErp(base_url, client)
-        self.suppliers = HttpSuppliers(base_url, client)
-        self.manager = HttpManagerInbox(base_url, client)
+        shared = client if client is not None else LoopClient()
+        self.erp = HttpErp(base_url, shared)
+        self.suppliers = HttpSuppliers(base_url, shared)
+        self.manager = HttpManagerInbox(base_url, shared)
         self.reader: ReplyReader = reader or OfflineReplyReader()
+        self.clock: Clock = clock

@@ -1,9 +1,9 @@
 """The outside world as the tools see it: small interfaces the adapters implement.
 
 The domain depends on these, never on httpx: a real ERP or supplier portal is another
-implementation of the same interface. Errors: an answer that will not change on retry
-raises `Rejected`; anything else (timeouts, 5xx, connection errors) is transient and is
-retried by the durable layer.
+implementation of the same interface; the time is the world's `clock`, never `time.time()`.
+Errors: an answer that will not change on retry raises `Rejected`; anything else (timeouts,
+5xx, connection errors) is transient and is retried by the durable layer.
 """
 
 from __future__ import annotations
@@ -85,8 +85,18 @@ class ReplyReader(Protocol):
     async def read(self, state: State, received_at: float) -> ReplyFacts: ...
 
 
+class Clock(Protocol):
+    """The wall clock the tools stamp their results with (`at`, `asked_at` ...), in epoch seconds.
+
+    Served, the real one (`time.time`); in memory, the simulated world's clock: the tools read
+    the time from the world they are given, so nothing patches `time.time` for the process."""
+
+    def __call__(self) -> float: ...
+
+
 class World(Protocol):
     erp: Erp
     suppliers: Suppliers
     manager: ManagerInbox
     reader: ReplyReader
+    clock: Clock

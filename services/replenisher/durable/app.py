@@ -1,23 +1,61 @@
-"""The replenisher service as an ASGI app: `hypercorn replenisher.durable.app:app`."""
+"""The replenisher service as an ASGI app, made by a factory that bootstraps:
+`hypercorn 'replenisher.durable.app:create_app()'`, `granian --factory replenisher.durable.app:create_app`.
+
+Nothing happens at import: `create_app` builds the parts (`replenisher.wiring.bootstrap`, from the
+environment unless given), checks them, and serves every request with them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 import restate
 from restate.aws_lambda import is_running_on_lambda
 
 from replenisher.durable.archive import run_archive
-from replenisher.durable.asgi import cancel_on_disconnect
+from replenisher.durable.asgi import App, Receive, Scope, Send, cancel_on_disconnect
 from replenisher.durable.contracts import check_addresses
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
-from replenisher.wiring import wiring
+from replenisher.wiring import Wiring, bootstrap, serving
 
 SERVICES = [sku_agent, replenish, run_archive]
-# Fail at start-up, not at the first decision, when the chosen decider cannot be called, or
-# when a call between the services names a handler that is not there as addressed.
-wiring().check()
-check_addresses(SERVICES)
-# With REPLENISHER_IDENTITY_KEYS set, a request not signed by one of those Restate servers gets 401.
-_app = restate.app(services=SERVICES, identity_keys=list(wiring().settings.identity_keys))
-# Wrapped so that an attempt Restate dropped stops at once under either server (durable/asgi.py).
-# On Lambda `restate.app` hands back the Lambda handler itself (event, context): there is no
-# stream to drop, and wrapping it as ASGI would break every invocation.
-app = _app if is_running_on_lambda() else cancel_on_disconnect(_app)
+
+__all__ = ["SERVICES", "create_app"]
+
+
+def create_app(parts: Wiring | None = None) -> Any:
+    """The service with `parts` (default: `bootstrap()`, from the environment).
+
+    Fails at start-up, not at the first decision, when the chosen decider cannot be called, or
+    when a call between the services names a handler that is not there as addressed. On Lambda
+    (AWS_LAMBDA_FUNCTION_NAME set) `restate.app` hands back the Lambda handler (event, context)
+    rather than an ASGI app, and so does this.
+    """
+    parts = parts if parts is not None else bootstrap()
+    parts.check()
+    check_addresses(SERVICES)
+    # With REPLENISHER_IDENTITY_KEYS set, a request not signed by one of those Restate servers gets 401.
+    app = restate.app(services=SERVICES, identity_keys=list(parts.settings.identity_keys))
+    if is_running_on_lambda():
+        return _lambda_served(app, parts)
+    # Wrapped so that an attempt Restate dropped stops at once under either server (durable/asgi.py).
+    return _served(cancel_on_disconnect(app), parts)
+
+
+def _served(app: App, parts: Wiring) -> App:
+    async def with_parts(scope: Scope, receive: Receive, send: Send) -> None:
+        # The handlers' tasks start inside, so every one of them sees these parts.
+        with serving(parts):
+            await app(scope, receive, send)
+
+    return with_parts
+
+
+def _lambda_served(handler: Any, parts: Wiring) -> Any:
+    def with_parts(event: Any, context: Any) -> Any:
+        # The SDK runs the invocation as a task made inside this call: it sees these parts.
+        with serving(parts):
+            return handler(event, context)
+
+    return with_parts

@@ -7,25 +7,27 @@ pool, a thread hop for every reading; this one runs on the loop itself.
 
 from __future__ import annotations
 
-import time
 from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 from restate import Context, RunOptions
 
 from replenisher.loop import names
+from replenisher.wiring import wiring
 
 T = TypeVar("T")
 
 _FLOAT = RunOptions(type_hint=float)
 
 
-async def _wall() -> float:
-    return time.time()
-
-
 async def journaled_time(ctx: Context) -> float:
-    return await ctx.run_typed(names.TIMESTAMP, _wall, _FLOAT)
+    """The serving app's clock (`Wiring.clock`: the wall clock unless a test gives another), journaled."""
+    clock = wiring().clock
+
+    async def wall() -> float:
+        return clock()
+
+    return await ctx.run_typed(names.TIMESTAMP, wall, _FLOAT)
 
 
 class Timed(BaseModel, Generic[T]):

@@ -23,20 +23,28 @@ from typing import Any
 from restate.aws_lambda import is_running_on_lambda, wrap_asgi_as_lambda_handler
 
 from replenisher.aws_secrets import SecretFetchError, load_door_key_into_env, load_key_into_env
+from replenisher.durable.app import create_app
 
-try:
-    load_key_into_env(os.environ)
-except SecretFetchError as exc:
-    raise SystemExit(f"the decider's key could not be read at start: {exc}") from exc
-try:
-    # /tmp: the one place a function may write.
-    load_door_key_into_env(os.environ, Path(tempfile.gettempdir()))
-except SecretFetchError as exc:
-    raise SystemExit(f"the inbound endpoint's door key could not be read at start: {exc}") from exc
 
-# Imported after the key is in place: the app reads the settings as it loads.
-from replenisher.durable.app import app
+def create_handler() -> Any:
+    """The keys read into the environment, then the app bootstrapped from it: the function's start.
 
-# On Lambda (AWS_LAMBDA_FUNCTION_NAME is set) `restate.app` already hands back the Lambda
-# handler, and wrapping it again would break it. Anywhere else `app` is the ASGI app.
-handler: Any = app if is_running_on_lambda() else wrap_asgi_as_lambda_handler(app)
+    A function that cannot read its key fails its init, loudly, rather than run without it."""
+    try:
+        load_key_into_env(os.environ)
+    except SecretFetchError as exc:
+        raise SystemExit(f"the decider's key could not be read at start: {exc}") from exc
+    try:
+        # /tmp: the one place a function may write.
+        load_door_key_into_env(os.environ, Path(tempfile.gettempdir()))
+    except SecretFetchError as exc:
+        raise SystemExit(f"the inbound endpoint's door key could not be read at start: {exc}") from exc
+    app = create_app()
+    # On Lambda (AWS_LAMBDA_FUNCTION_NAME is set) `create_app` already hands back the Lambda
+    # handler, and wrapping it again would break it. Anywhere else it is the ASGI app.
+    return app if is_running_on_lambda() else wrap_asgi_as_lambda_handler(app)
+
+
+# Lambda imports this module in the function's init phase and calls `handler` per invocation:
+# its start-up is this import, the one place the service is built when the module loads.
+handler: Any = create_handler()

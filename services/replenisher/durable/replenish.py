@@ -27,6 +27,7 @@ from replenisher.durable.validation import bad_request, validated
 from replenisher.loop import names
 from replenisher.loop.archiving import Archiving
 from replenisher.loop.request import AdoptedOrder, CurrentWait, Envelope, RunRequest
+from replenisher.wiring import wiring
 
 __all__ = ["AdoptedOrder", "CurrentWait", "Envelope", "Message", "RunRequest", "RunView", "replenish"]
 
@@ -44,7 +45,9 @@ class RunView(BaseModel):
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
     engine = RestateEngine(ctx, sku=request.stock.sku, terms=request.decider_terms, clock=request.started_at)
     # Kept past the journal's retention, for `replenisher replay`.
-    archived = Archiving(engine, RestateArchiveSink(ctx), request, request.stock.sku)
+    archive = wiring().archive
+    sink = archive(ctx) if archive is not None else RestateArchiveSink(ctx)
+    archived = Archiving(engine, sink, request, request.stock.sku)
     return await loop.replenish(archived, request)
 
 

@@ -9,7 +9,6 @@ current wait are workflow state the views read.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -113,6 +112,7 @@ class RestateEngine:
         scope, turn, decider = self.run_id, names.decision_turn(name), self.decider
         invocation = self.ctx.request().id
         spool = CallSpool(wiring().settings.model_spool_dir) if decider.name != "offline" else None
+        clock = wiring().clock
 
         async def take_decision() -> Timed[Decision]:
             crash_point(scope, name, "before")
@@ -135,7 +135,7 @@ class RestateEngine:
             crash_point(scope, name, "after")
             if lost:
                 decision = decision.model_copy(update={"lost": lost})
-            return _TimedDecision(value=decision, at=time.time())
+            return _TimedDecision(value=decision, at=clock())
 
         self._time = None
         try:

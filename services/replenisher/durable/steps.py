@@ -8,7 +8,6 @@ comes back to the harness as a `TerminalError`, which it hands to the tool's
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -19,7 +18,7 @@ from restate.exceptions import TerminalError
 from replenisher.domain.ports import Rejected
 from replenisher.durable.clock import Timed
 from replenisher.durable.probes import crash_point, hold_point
-from replenisher.wiring import settings
+from replenisher.wiring import settings, wiring
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -44,11 +43,11 @@ async def timed_step(
     ctx: Context, name: str, result: type[T], action: Callable[..., Awaitable[T]], *args: Any
 ) -> Timed[T]:
     """`step`, journaling with the result the wall clock as the step ended."""
-    attempt, journaled = _attempt(ctx.key(), name, action, *args), Timed[result]
+    attempt, journaled, clock = _attempt(ctx.key(), name, action, *args), Timed[result], wiring().clock
 
     async def timed_attempt() -> Timed[T]:
         value = await attempt()
-        return journaled(value=value, at=time.time())
+        return journaled(value=value, at=clock())
 
     return await ctx.run_typed(name, timed_attempt, retry_options(journaled))
 

@@ -5,7 +5,7 @@ decider, memory and injection suites prove holds for the workflow too. Restate's
 step retry is stood in for by retrying the decider (`Rejected` is final); a step's
 `Rejected` fails the step, as it does on Restate. Durable delays and waits move the
 simulated `Clock`: a wait gets the next message from the `Inbox` or its deadline passes,
-and tools that read the clock inside `execute` see the simulated one.
+and tools that read the world's clock inside `execute` read the simulated one.
 
 `run_in_memory` is a whole replenishment: it returns the run's state, outcome and what the
 engine saw (each final decision, each tool run with whether the rules allowed it then).
@@ -14,11 +14,9 @@ engine saw (each final decision, each tool run with whether the rules allowed it
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from unittest import mock
 
 from pydantic import BaseModel
 
@@ -32,7 +30,7 @@ from replenisher.domain.sku import run_id_of
 from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Tool, Wait
 from replenisher.domain.turns import Ask
-from replenisher.in_memory.world import DAY, SKU, Clock, Inbox, MemoryWorld
+from replenisher.in_memory.world import DAY, SKU, Inbox, MemoryWorld
 from replenisher.loop import Effect, RunRequest, StepFailed, replenish
 from replenisher.loop.archiving import Archiving, MemorySink
 from replenisher.loop.engine import ask_decider
@@ -44,13 +42,6 @@ STEP_ATTEMPTS = 4
 DECIDE_ATTEMPTS = 4
 TURN_DAYS = 0.01
 """How far the clock moves on each turn, so that no two turns happen at the same instant."""
-
-
-@contextmanager
-def clock_as_time(clock: Clock) -> Iterator[None]:
-    """Tools stamp their results with `time.time()`; in memory that is the simulated clock."""
-    with mock.patch("time.time", clock):
-        yield
 
 
 class Halt(Exception):
@@ -108,8 +99,8 @@ class MemoryEngine:
         last: Exception | None = None
         for _ in range(STEP_ATTEMPTS):
             try:
-                with clock_as_time(self.world.clock):
-                    return await effect.run(self.world)
+                # The tools stamp their results with `world.clock()`: here, the simulated clock.
+                return await effect.run(self.world)
             except Rejected as e:
                 raise StepFailed(f"refused by the other side: {e.reason}") from e
             except Exception as e:

@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the calendar date-time a compressed clock starts at, ISO (default: now)",
     )
     parser.add_argument("--catalogue", default=os.environ.get("WORLD_CATALOGUE"), help="world catalogue")
-    parser.add_argument("--service-app", default=defaults.service_app, help="ASGI app, module:attr")
+    parser.add_argument("--service-app", default=defaults.service_app, help="ASGI app, module:attr or module:factory()")
     parser.add_argument("--world-app", default=defaults.world_app, help="ASGI app, module:attr")
     parser.add_argument(
         "--server",

@@ -1,7 +1,7 @@
 """One ingress address in front of a Restate cluster: each request goes to a live node.
 
     REPLENISHER_FAILOVER_UPSTREAMS=http://127.0.0.1:18080,http://127.0.0.1:28080,... \\
-        hypercorn replenisher.stack.failover:app --bind 127.0.0.1:8080
+        hypercorn 'replenisher.stack.failover:create_app()' --bind 127.0.0.1:8080
 
 Any node's ingress serves any invocation, so a caller that knows only this address (the
 world, the inbound endpoint, a load balancer's clients) keeps working while a node is down.
@@ -80,9 +80,6 @@ def _from_env() -> Failover:
     return Failover(upstreams, float(os.environ.get("REPLENISHER_FAILOVER_DEADLINE_SECONDS", "60")))
 
 
-_failover: Failover | None = None
-
-
 # Restate's own bound on a message (`message-size-limit`, 32 MiB by default): a larger body
 # could not be served by any node, so it is refused here before it is held in memory.
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -93,20 +90,32 @@ async def _reply(send: Any, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": text.encode()})
 
 
-async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    global _failover
-    if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                _failover = _from_env()
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                if _failover is not None and _failover.client is not None:
-                    await _failover.client.aclose()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-    assert _failover is not None
+def create_app(failover: Failover | None = None) -> Any:
+    """The proxy as an ASGI app over `failover` (default: one from the environment at its start-up,
+    `REPLENISHER_FAILOVER_UPSTREAMS`); each app keeps its own, nothing is kept by the module."""
+    held: list[Failover] = [failover] if failover is not None else []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    if not held:
+                        held.append(_from_env())
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    if held and held[0].client is not None:
+                        await held[0].client.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if not held:
+            held.append(_from_env())  # a server that does not speak the lifespan protocol
+        await _proxy(held[0], scope, receive, send)
+
+    return app
+
+
+async def _proxy(failover: Failover, scope: dict[str, Any], receive: Any, send: Any) -> None:
     try:
         body = await read_body(receive, MAX_BODY_BYTES)
     except BodyTooLarge as e:
@@ -115,7 +124,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if body is None:
         return  # the caller went away
     if scope["path"] == "/failover/health" or (scope["path"] == "/health" and scope["method"] == "GET"):
-        raw = f'{{"ok": true, "failovers": {_failover.failovers}}}'.encode()
+        raw = f'{{"ok": true, "failovers": {failover.failovers}}}'.encode()
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": raw})
         return
@@ -124,7 +133,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         target += "?" + scope["query_string"].decode()
     headers = [(k.decode(), v.decode()) for k, v in scope["headers"]]
     try:
-        response = await _failover.forward(scope["method"], target, headers, body)
+        response = await failover.forward(scope["method"], target, headers, body)
     except httpx.TransportError as e:
         await _reply(send, 503, f"no cluster node could be reached: {type(e).__name__}")
         return

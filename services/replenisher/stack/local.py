@@ -36,7 +36,8 @@ from replenisher.stack.processes import (
 )
 
 STATE_FILE = "stack.json"
-SERVICE_APP = "replenisher.durable.app:app"
+SERVICE_APP = "replenisher.durable.app:create_app()"
+"""The service is made by its factory (`module:factory()`), which bootstraps it from the environment."""
 WORLD_APP = "simulated_world.app:app"
 INBOUND_APP = "replenisher.inbound.app:app"
 SECRETS_FILE = "party-secrets.json"

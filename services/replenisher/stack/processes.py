@@ -400,6 +400,8 @@ def server_argv(server: Server, app: str, host: str, port: int, tls: TlsFiles | 
     if tls is not None:
         raise ValueError("TLS is served by hypercorn here: run the app under hypercorn, or behind a TLS proxy")
     if server == "granian":
+        # A factory (`module:create_app()`, as hypercorn takes it) is `--factory module:create_app` to granian.
+        target = ["--factory", app.removesuffix("()")] if app.endswith("()") else [app]
         # `--http auto` speaks HTTP/2 to Restate and HTTP/1.1 to the health probe on one port;
         # `asginl`: ASGI without the lifespan protocol, which the Restate app does not speak.
         # One worker: granian still runs it as a child of its supervisor, in the same process
@@ -426,7 +428,7 @@ def server_argv(server: Server, app: str, host: str, port: int, tls: TlsFiles | 
             "--runtime-mode",
             "st",
             "--no-ws",
-            app,
+            *target,
         ]
     raise ValueError(f"unknown ASGI server {server!r}: choose one of {', '.join(SERVERS)}")
 
@@ -440,7 +442,8 @@ class TlsFiles:
 
 
 class AsgiApp(ManagedProcess):
-    """An ASGI app (`module:attr`) in one process under hypercorn (`-w 0`), or granian with one worker.
+    """An ASGI app (`module:attr`, or a factory: `module:create_app()`) in one process under hypercorn
+    (`-w 0`), or granian with one worker.
 
     Both are stopped with SIGINT sent to the whole process group (their Ctrl-C path), so granian's
     worker goes with its supervisor.

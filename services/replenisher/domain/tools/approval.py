@@ -14,7 +14,6 @@ and the run fails closed: nothing is ordered.
 from __future__ import annotations
 
 import secrets
-import time
 
 from pydantic import BaseModel
 
@@ -70,7 +69,7 @@ class RequestApproval(Call[NoArgs, ApprovalRequested]):
     async def execute(self, state: State, args: NoArgs, world: World) -> ApprovalRequested:
         assert state.po is not None and state.approval_token
         quote = next((q for q in state.quotes if q.quote_id == state.po.quote_id), None)
-        now = time.time()
+        now = world.clock()
         request = ApprovalRequest(
             po_number=state.po.po_number,
             sku=state.sku,
@@ -143,7 +142,7 @@ class WaitForApproval(Wait[ApprovalDecision]):
             ),
             reminder.key,
         )
-        return ReminderSent(point=reminder.point, at=time.time())
+        return ReminderSent(point=reminder.point, at=world.clock())
 
     def apply_reminder(self, state: State, sent: ReminderSent) -> None:
         assert state.approval is not None
@@ -215,7 +214,7 @@ class WaitForApproval(Wait[ApprovalDecision]):
             update={"token": new_approval_token(), "approver": state.approval_policy.backup_approver}
         )
         await world.manager.request_approval(request)
-        return Escalated(request=request, at=time.time())
+        return Escalated(request=request, at=world.clock())
 
     def apply_escalation(self, state: State, result: Escalated) -> None:
         """The backup approver's request replaces the first: its token is the only one that counts now."""

@@ -9,7 +9,6 @@ recorded, never adopted, and the order stays unknown until the supplier confirms
 
 from __future__ import annotations
 
-import time
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,7 +72,7 @@ class PlaceOrder(Call[NoArgs, PlaceOrderResult]):
     async def execute(self, state: State, args: NoArgs, world: World) -> PlaceOrderResult:
         po, approval = state.po, state.approval
         assert po is not None and approval is not None and approval.approved_up_to is not None
-        now = time.time()
+        now = world.clock()
         # An earlier attempt of this step may have sent the order and lost the answer. The
         # gates below are for sending an order, not for one the supplier already holds: a
         # refusal now would record "not ordered" while the order exists.
@@ -155,7 +154,7 @@ class CheckOrderStatus(Call[NoArgs, OrderStatusResult]):
     async def execute(self, state: State, args: NoArgs, world: World) -> OrderStatusResult:
         assert state.po is not None
         ack = await world.suppliers.find_order(state.po.supplier, state.po.po_number)
-        return OrderStatusResult(found=ack is not None, ack=ack, at=time.time())
+        return OrderStatusResult(found=ack is not None, ack=ack, at=world.clock())
 
     def apply(self, state: State, args: NoArgs, result: OrderStatusResult) -> str:
         state.status_checks += 1

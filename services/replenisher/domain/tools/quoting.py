@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -99,7 +98,7 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
 
         # Validity is judged against when we asked: an honest quote is never "expired on
         # arrival" however slow the answer, a quote that was expired before it was asked for is.
-        asked_at = time.time()
+        asked_at = world.clock()
         # A supplier that is down fails the whole step, so it is retried; one that
         # refuses (does not carry the SKU) or answers outside the contract is left out.
         answers = await asyncio.gather(*(ask(s) for s in state.suppliers))
@@ -109,7 +108,7 @@ class GetQuotes(Call[NoArgs, QuotesResult]):
             failures=[f"{s}: {e.reason}" for s, e in refused if not isinstance(e, Malformed)],
             malformed=[f"{s}: {e.reason}" for s, e in refused if isinstance(e, Malformed)],
             at=asked_at,
-            answered_at=time.time(),
+            answered_at=world.clock(),
         )
 
     def apply(self, state: State, args: NoArgs, result: QuotesResult) -> str:

@@ -7,8 +7,6 @@ approve, change a price limit, or enable a tool. A delivery date it states beyon
 
 from __future__ import annotations
 
-import time
-
 from pydantic import BaseModel
 
 from replenisher.domain.documents import Arrival, ChaseRequest, SupplierReply
@@ -89,7 +87,7 @@ class ReadSupplierReply(Call[NoArgs, ReplyFacts]):
     async def execute(self, state: State, args: NoArgs, world: World) -> ReplyFacts:
         assert state.unread_reply is not None
         # The reader (patterns, or a model in a tool-less call) returns typed facts only.
-        return await world.reader.read(state, time.time())
+        return await world.reader.read(state, world.clock())
 
     def apply(self, state: State, args: NoArgs, result: ReplyFacts) -> str:
         state.reply = result
@@ -145,7 +143,7 @@ class ChaseSupplier(Call[NoArgs, ChaseResult]):
         message = f"Please confirm purchase order {state.order.po_number} ({state.order.quantity} x {state.sku})."
         key = f"{state.order.po_number}-chase-{state.chases + 1}"
         await world.suppliers.chase(state.order.supplier, state.order.po_number, ChaseRequest(message=message), key)
-        return ChaseResult(at=time.time())
+        return ChaseResult(at=world.clock())
 
     def apply(self, state: State, args: NoArgs, result: ChaseResult) -> str:
         state.chases += 1

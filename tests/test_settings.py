@@ -1,0 +1,112 @@
+"""The service's settings (pydantic-settings): every variable the docs name sets its field, an empty
+one counts as unset, and a bad value stops the service at start naming the variable."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from replenisher.config import Settings, load_settings, variable
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+# The stack's (the launcher's) own settings, not the service's.
+NOT_THE_SERVICES = {"REPLENISHER_SERVER"}
+
+
+def documented_variables() -> set[str]:
+    """The variables in the first column of the settings tables (docs/operating/settings.md, docs/agent/claude.md)."""
+    found: set[str] = set()
+    for page in ("operating/settings.md", "agent/claude.md"):
+        for line in (DOCS / page).read_text().splitlines():
+            if line.startswith("| `"):
+                first = line.split("|")[1]
+                found |= set(re.findall(r"`((?:REPLENISHER|ANTHROPIC)_[A-Z_]+)`", first))
+    return found - NOT_THE_SERVICES
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in documented_variables():
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_every_documented_variable_names_a_field() -> None:
+    documented = documented_variables()
+    assert len(documented) >= 25
+    fields = {variable(name) for name in Settings.model_fields}
+    assert documented <= fields, f"documented but read by no field: {sorted(documented - fields)}"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "field", "expected"),
+    [
+        ("REPLENISHER_DAY_SECONDS", "2.5", "day_seconds", 2.5),
+        ("REPLENISHER_APPROVAL_REMINDERS", "0.25, 0.75", "approval_reminders", (0.25, 0.75)),
+        ("REPLENISHER_APPROVAL_REMINDERS", "none", "approval_reminders", ()),
+        ("REPLENISHER_BACKUP_APPROVER", "none", "backup_approver", None),
+        ("REPLENISHER_CLAUDE_READ_REPLIES", "false", "claude_read_replies", False),
+        ("REPLENISHER_CLOCK_CALENDAR_ORIGIN", "2026-01-05T00:00", "clock_calendar_origin", 1_767_571_200.0),
+        ("REPLENISHER_DECIDER", "claude", "decider", "claude"),
+    ],
+)
+def test_a_variable_sets_its_field(
+    clean_env: pytest.MonkeyPatch, name: str, value: str, field: str, expected: object
+) -> None:
+    assert getattr(load_settings(), field) != expected, "the default differs, so the variable is what set it"
+    clean_env.setenv(name, value)
+    assert getattr(load_settings(), field) == expected
+
+
+def test_the_key_is_read_from_anthropic_api_key_and_kept_secret(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    s = load_settings()
+    assert s.anthropic_api_key is not None and s.anthropic_api_key.get_secret_value() == "sk-ant-test"
+    assert "sk-ant-test" not in repr(s)
+
+
+def test_an_empty_variable_counts_as_unset_and_an_argument_wins(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("REPLENISHER_DAY_SECONDS", "")
+    assert load_settings().day_seconds == 86_400.0
+    clean_env.setenv("REPLENISHER_DAY_SECONDS", "3")
+    assert load_settings(day_seconds=7.0).day_seconds == 7.0
+
+
+def test_loaded_fields_are_not_variables_of_their_own(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("REPLENISHER_CALENDAR", '{"timezone": "Europe/Berlin"}')
+    clean_env.setenv("REPLENISHER_DOOR_KEY", "00" * 32)
+    s = load_settings()
+    assert s.calendar.timezone == "UTC" and s.door_key is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "reason"),
+    [
+        ("REPLENISHER_DAY_SECONDS", "fast", "valid number"),
+        ("REPLENISHER_DAY_SECONDS", "0", "greater than 0"),
+        ("REPLENISHER_DECIDER", "gpt", "'offline' or 'claude'"),
+        ("REPLENISHER_IDENTITY_KEYS", "nonsense", "not a Restate public key"),
+        ("REPLENISHER_CLAUDE_MAX_TOKENS", "5", "greater than or equal to 64"),
+        ("REPLENISHER_CALENDAR_FILE", "/no/such/calendar", "No such file"),
+        ("REPLENISHER_DOOR_KEY_FILE", "/no/such/key", "REPLENISHER_DOOR_KEY_FILE"),
+    ],
+)
+def test_a_bad_value_stops_the_start_naming_the_variable(
+    clean_env: pytest.MonkeyPatch, name: str, value: str, reason: str
+) -> None:
+    clean_env.setenv(name, value)
+    with pytest.raises(SystemExit) as stopped:
+        load_settings()
+    message = str(stopped.value)
+    assert message.startswith(f"invalid replenisher settings: {name}: "), message
+    assert reason in message
+
+
+def test_a_compressed_clock_without_an_origin_starts_when_the_settings_were_read(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("REPLENISHER_DAY_SECONDS", "1")
+    first = load_settings()
+    assert first.clock.origin.wall == first.started_at
+    later = load_settings(started_at=first.started_at + 10)
+    assert later.clock.origin.wall == first.started_at + 10, "each bootstrap has its own start, no process global"
