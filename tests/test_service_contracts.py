@@ -37,7 +37,7 @@ SAMPLES: dict[type[BaseModel], BaseModel] = {
 
 def test_every_address_names_a_handler_with_its_request_and_response_types() -> None:
     assert contracts.mismatches([sku_agent, replenish, run_archive]) == []
-    assert [s.name for s in SERVICES] == ["SkuAgent", "Replenish", "RunArchive"]
+    assert [s.name for s in SERVICES] == ["SkuAgent", "Replenish", "RunArchive", "AuditLog"]
     # Both directions are covered: what the SKU calls on its runs and what a run calls on its SKU.
     assert {a.service for a in contracts.ADDRESSES} == {contracts.SKU_AGENT, contracts.REPLENISH}
 

@@ -20,6 +20,10 @@ PUBLIC = {
     ("SkuAgent", "status"),
     ("Replenish", "state"),
     ("Replenish", "current_wait"),
+    # The audit log: the console adds sign-ins and refusals, operators read it (`replenisher audit`).
+    ("AuditLog", "append"),
+    ("AuditLog", "index"),
+    ("AuditLog", "page"),
 }
 PRIVATE = {
     ("SkuAgent", "tick"),
@@ -40,7 +44,7 @@ async def handlers(admin: Admin) -> dict[tuple[str, str], bool]:
     """Every handler Restate discovered, with whether the ingress may call it."""
     found: dict[tuple[str, str], bool] = {}
     async with httpx.AsyncClient(base_url=admin.url, timeout=30) as client:
-        for service in ("SkuAgent", "Replenish", "RunArchive"):
+        for service in ("SkuAgent", "Replenish", "RunArchive", "AuditLog"):
             response = await client.get(f"/services/{service}")
             response.raise_for_status()
             body = response.json()

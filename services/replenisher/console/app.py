@@ -13,11 +13,13 @@ Every page is sent with `cache-control: no-store`: a page with a decision form h
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from urllib.parse import parse_qs, quote
 
 import httpx
@@ -32,6 +34,11 @@ from starlette.types import Receive, Scope, Send
 from replenisher.asgi_body import BodyTooLarge, read_body
 from replenisher.console import pages
 from replenisher.console.settings import ConsoleSettings
+from replenisher.domain.audit import AuditRecord
+from replenisher.domain.authority import Person, Refusal
+from replenisher.identity.matrix_file import MatrixFile
+from replenisher.identity.web import SignIn
+from replenisher.operations.audit import append_audit
 from replenisher.operations.catalogue import ErpCatalogue
 from replenisher.operations.decide import BadDecision, decide
 from replenisher.operations.inbox import (
@@ -48,9 +55,11 @@ from replenisher.operations.restate.health import Health, ServiceDown
 from replenisher.operations.restate.http import valid_sku
 from replenisher.operations.spend import parsed_spend, spend
 from replenisher.operations.timelines import chosen_run, load_run_timeline
-from replenisher.templating import TIMELINE_STATIC
+from replenisher.templating import TIMELINE_STATIC, render
 from replenisher.timeline.html import render_html
 from replenisher.timeline.model import Timeline
+
+log = logging.getLogger(__name__)
 
 MAX_FORM_BYTES = 16_384
 MANAGER = "manager (console)"
@@ -66,6 +75,7 @@ class Seen:
 
     client: RestateClient
     service_down: Health | None = None
+    visitor: pages.Visitor | None = None
 
 
 Handler = Callable[..., Awaitable[Response]]
@@ -76,9 +86,13 @@ def html(body: str, status: int = 200, headers: dict[str, str] | None = None) ->
 
 
 def error(
-    status: int, message: str, headers: dict[str, str] | None = None, service_down: Health | None = None
+    status: int,
+    message: str,
+    headers: dict[str, str] | None = None,
+    service_down: Health | None = None,
+    visitor: pages.Visitor | None = None,
 ) -> HTMLResponse:
-    return html(pages.error_page(status, message, service_down=service_down), status, headers)
+    return html(pages.error_page(status, message, service_down=service_down, visitor=visitor), status, headers)
 
 
 def query_of(request: Request) -> dict[str, str]:
@@ -106,6 +120,15 @@ class Console:
         self._http: httpx.AsyncClient | None = None
         self._inbox: ManagerInbox | None = None
         self._catalogue: ErpCatalogue | None = None
+        # Sign-in, when the settings name the people (REPLENISHER_PEOPLE_FILE): the matrix is read
+        # and checked now (a mistake stops the console), and again whenever the file changes.
+        self.people: MatrixFile | None = None
+        self.sign_in: SignIn | None = None
+        signing: list[Route] = []
+        if self.settings.sign_in is not None:
+            self.people = MatrixFile(self.settings.sign_in.people_file)
+            self.sign_in = SignIn(self.settings.sign_in, self.people.current, render, audit=self.audit, now=now)
+            signing = self.sign_in.routes()
         # The console's stylesheet and scripts, and the timeline's stylesheet (its package is a namespace one:
         # named by its folder).
         static = StaticFiles(directory=TIMELINE_STATIC, packages=[("replenisher.console", "static")])
@@ -123,7 +146,9 @@ class Console:
                 Route("/skus/{sku}/runs/{n:int}/fragment", self.page(self.fragment), methods=["GET"]),
                 Route("/skus/{sku}/runs/{n:int}/timeline.html", self.page(self.download), methods=["GET"]),
                 Mount("/static", static, name="static"),
+                *signing,
             ],
+            middleware=self.sign_in.middleware() if self.sign_in else None,
             exception_handlers={HTTPException: self.http_error},
             lifespan=self.lifespan,
         )
@@ -164,34 +189,45 @@ class Console:
         """No such page, or not with this method: the console's own error page, not Starlette's."""
         assert isinstance(exc, HTTPException)
         path = request.scope["path"]
+        if exc.status_code == 303 and exc.headers and "location" in exc.headers:
+            return RedirectResponse(exc.headers["location"], 303, headers=NO_STORE)  # to sign in first
         if exc.status_code == 404:
             return error(404, f"no page at {path}")
         if exc.status_code == 405:
             return error(405, f"{request.method} is not allowed on {path}", exc.headers)
         return error(exc.status_code, exc.detail, exc.headers)
 
+    def visitor(self, request: Request) -> pages.Visitor | None:
+        """Who the page is for; without a session, an HTTPException that sends them to sign in."""
+        if self.sign_in is None:
+            return None
+        person = self.sign_in.require(request, "view")
+        csrf = self.sign_in.csrf_token(request)
+        return pages.Visitor(person=person.id, name=person.name, may_approve=person.may("approve"), csrf=csrf)
+
     def page(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         """A page's endpoint: the request's own view of Restate (asked once whether the service is
         down, for the banner and for where reads go), and Restate's answers as error pages."""
 
         async def endpoint(request: Request) -> Response:
+            visitor = self.visitor(request)  # not signed in: to the sign-in page, before anything is read
             client = RestateClient(self.settings.ingress_url, self.settings.admin_url, client=self.http, now=self.now)
             down: Health | None = None
             try:
                 health = await self.remembered(client, await client.health())
                 if health.service_down:
                     client.degraded = down = health
-                return await handler(request, Seen(client, down), **request.path_params)
+                return await handler(request, Seen(client, down, visitor), **request.path_params)
             except NotFound as e:
-                return error(404, str(e), service_down=down)
+                return error(404, str(e), service_down=down, visitor=visitor)
             except Unreachable as e:
-                return error(503, str(e), service_down=down)
+                return error(503, str(e), service_down=down, visitor=visitor)
             except ServiceDown as e:
-                return error(503, str(e), service_down=down)
+                return error(503, str(e), service_down=down, visitor=visitor)
             except Refused as e:
-                return error(502, f"Restate refused: {e}", service_down=down)
+                return error(502, f"Restate refused: {e}", service_down=down, visitor=visitor)
             except OperatorError as e:
-                return error(400, str(e), service_down=down)
+                return error(400, str(e), service_down=down, visitor=visitor)
             finally:
                 self.saw(client.degraded)
 
@@ -252,14 +288,27 @@ class Console:
             raise OperatorError(f"bad query: unknown parameter {next(iter(query))!r} (the inbox takes none)")
         pending = await pending_approvals(seen.client, self.inbox_api)
         settings = await self.inbox_settings(pending)
-        return html(pages.inbox(pending, self.now(), flash, settings, service_down=seen.service_down), status)
+        return html(
+            pages.inbox(pending, self.now(), flash, settings, service_down=seen.service_down, visitor=seen.visitor),
+            status,
+        )
 
     async def inbox_fragment(self, request: Request, seen: Seen) -> Response:
         pending = await pending_approvals(seen.client, self.inbox_api)
-        return html(pages.inbox_fragment(pending, self.now(), await self.inbox_settings(pending)))
+        settings = await self.inbox_settings(pending)
+        return html(pages.inbox_fragment(pending, self.now(), settings, seen.visitor))
 
     async def approve(self, request: Request, seen: Seen) -> Response:
         form = await form_of(request)
+        by = MANAGER
+        if self.sign_in is not None:
+            # Signed in: only a person who may approve, from a page of this console's, for this session.
+            person = self.sign_in.require(request, "approve")
+            self.sign_in.check_post(request, form)
+            by = f"{person.id} (console)"
+            refused = await self.beyond_authority(request, seen, person, form)
+            if refused is not None:
+                return refused
         decision = form.get("decision")
         if decision not in ("approve", "reject"):
             return await self.inbox(request, seen, ("error", "choose Approve or Reject"), 400)
@@ -282,7 +331,11 @@ class Console:
             if asked.token == form["token"] and confirms:  # an expired quote orders nothing: no confirming
                 settings = await self.inbox_settings([asked])
                 note = form.get("note", "")[:2000]
-                return html(pages.confirm_page(asked, limit, note, settings, service_down=seen.service_down))
+                return html(
+                    pages.confirm_page(
+                        asked, limit, note, settings, service_down=seen.service_down, visitor=seen.visitor
+                    )
+                )
         try:
             decided = await decide(
                 seen.client,
@@ -291,7 +344,7 @@ class Console:
                 approved=decision == "approve",
                 up_to=up_to,
                 note=form.get("note", "")[:2000],
-                by=MANAGER,
+                by=by,
                 token=form["token"],
                 now=self.now(),
             )
@@ -309,6 +362,49 @@ class Console:
             )
         return RedirectResponse(f"/skus/{quote(decided.sku)}/runs/{number}?done={note}", 303, headers=NO_STORE)
 
+    async def beyond_authority(
+        self, request: Request, seen: Seen, person: Person, form: dict[str, str]
+    ) -> Response | None:
+        """An approval above the person's limit (for this supplier, today, acting for whom they may)
+        is refused here with who can give it, and recorded; a rejection needs only the role."""
+        if form.get("decision") != "approve" or self.people is None:
+            return None
+        try:
+            asked = await pending_for(seen.client, self.inbox_api, form.get("sku", ""), form.get("token", ""))
+        except NoPendingApproval:
+            return None  # the decision itself says so, with its own status
+        now = self.now()
+        today = asked.calendar.local(now).date() if asked.calendar else datetime.fromtimestamp(now, UTC).date()
+        matrix = self.people.current()
+        granted = matrix.authority(person.id, asked.total, asked.supplier, today)
+        if not isinstance(granted, Refusal):
+            return None
+        others = [who for who in matrix.approvers_for(asked.total, asked.supplier, today) if who != person.id]
+        ask = f"; it can be approved by {', '.join(others)}" if others else "; no one's limit covers it"
+        reason = f"{asked.po_number} not approved: {granted.reason}{ask}"
+        await self.audit("approval_refused", person.id, request, reason, what=asked.po_number)
+        return await self.inbox(request, seen, ("error", reason), 403)
+
+    async def audit(self, event: str, who: str, request: Request, result: str, *, what: str = "") -> None:
+        """Into the day's `AuditLog` through ingress; an audit that cannot be written is logged, and
+        the sign-in or refusal it records stands (the console never waits on the log to refuse)."""
+        client = request.client.host if request.client else ""
+        refused = event.endswith("_failed") or event.endswith("_refused")
+        record = AuditRecord(
+            at=self.now(),
+            event=event,  # type: ignore[arg-type]
+            who=who[:200],
+            via="console",
+            source=client,
+            what=(what or result)[:1000],
+            outcome="refused" if refused else "done",
+            reason=result[:1000] if refused else "",
+        )
+        try:
+            await append_audit(self.settings.ingress_url, record, client=self.http)
+        except OperatorError as e:
+            log.error("audit entry not written (%s): %s", e, record.model_dump_json())
+
     async def skus(self, request: Request, seen: Seen) -> Response:
         query = SkuQuery.parse(query_of(request))  # before any read: a bad query costs nothing
         settings = await self.inbox_settings()
@@ -316,7 +412,14 @@ class Console:
         now = self.now()
         chosen = select_rows(rows, query, settings.budget, now)
         page = pages.skus(
-            chosen, len(rows), query, now, settings.budget, settings.catalogue, service_down=seen.service_down
+            chosen,
+            len(rows),
+            query,
+            now,
+            settings.budget,
+            settings.catalogue,
+            service_down=seen.service_down,
+            visitor=seen.visitor,
         )
         return html(page)
 
@@ -333,7 +436,7 @@ class Console:
                 raise OperatorError(
                     f"bad query: supplier={query.supplier!r} is no supplier the ERP lists or any order names"
                 )
-        return html(pages.spend_page(found, settings, service_down=seen.service_down))
+        return html(pages.spend_page(found, settings, service_down=seen.service_down, visitor=seen.visitor))
 
     async def sku(self, request: Request, seen: Seen, sku: str) -> Response:
         record = await seen.client.sku_status(valid_sku(sku))
@@ -344,17 +447,25 @@ class Console:
         catalogue = await self.catalogue.read({record.sku})
         down = seen.service_down
         if record.runs_started == 0:
-            return html(pages.sku_detail(record, None, None, paused, catalogue, service_down=down))
+            return html(
+                pages.sku_detail(record, None, None, paused, catalogue, service_down=down, visitor=seen.visitor)
+            )
         run_id = chosen_run(record, None)
         timeline = await load_run_timeline(seen.client, record, run_id)
         fragment_url = self._fragment_url(run_id)
-        return html(pages.sku_detail(record, timeline, fragment_url, paused, catalogue, service_down=down))
+        return html(
+            pages.sku_detail(record, timeline, fragment_url, paused, catalogue, service_down=down, visitor=seen.visitor)
+        )
 
     async def run(self, request: Request, seen: Seen, sku: str, n: int) -> Response:
         timeline, run_id = await self._timeline(seen, sku, n)
         done = request.query_params.get("done")
         flash = ("ok", done) if done else None
-        return html(pages.run_page(timeline, self._fragment_url(run_id), flash, service_down=seen.service_down))
+        return html(
+            pages.run_page(
+                timeline, self._fragment_url(run_id), flash, service_down=seen.service_down, visitor=seen.visitor
+            )
+        )
 
     async def fragment(self, request: Request, seen: Seen, sku: str, n: int) -> Response:
         timeline, run_id = await self._timeline(seen, sku, n)

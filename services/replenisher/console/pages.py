@@ -24,6 +24,15 @@ from replenisher.timeline.format import clock, duration, fast_time_note, securit
 from replenisher.timeline.model import Timeline
 
 
+class Visitor(BaseModel):
+    """The signed-in person a page is for (None: a console without sign-in, on loopback)."""
+
+    person: str
+    name: str
+    may_approve: bool
+    csrf: str = Field(description="the session's token every form this page posts must carry")
+
+
 def page(
     template: str,
     title: str,
@@ -31,11 +40,12 @@ def page(
     flash: tuple[str, str] | None = None,
     *,
     service_down: Health | None = None,
+    visitor: Visitor | None = None,
     **context: Any,
 ) -> str:
     """A whole console page: the template's body in the frame every page shares, under the
-    banner that says the service is down when `service_down` is given."""
-    return render(template, title=title, here=here, flash=flash, service_down=service_down, **context)
+    banner that says the service is down when `service_down` is given, for `visitor`."""
+    return render(template, title=title, here=here, flash=flash, service_down=service_down, visitor=visitor, **context)
 
 
 class InboxSettings(BaseModel):
@@ -58,25 +68,32 @@ def inbox(
     settings: InboxSettings | None = None,
     *,
     service_down: Health | None = None,
+    visitor: Visitor | None = None,
 ) -> str:
     fast_time = next((n for p in pending if (n := fast_time_note(p.calendar))), "")
-    context = _inbox_context(pending, now, settings)
+    context = _inbox_context(pending, now, settings, visitor)
     return page(
         "inbox.html", "Approval inbox", "inbox", flash, service_down=service_down, fast_time=fast_time, **context
     )
 
 
-def inbox_fragment(pending: list[PendingApproval], now: float, settings: InboxSettings | None = None) -> str:
-    return render("inbox_fragment.html", **_inbox_context(pending, now, settings))
+def inbox_fragment(
+    pending: list[PendingApproval], now: float, settings: InboxSettings | None = None, visitor: Visitor | None = None
+) -> str:
+    return render("inbox_fragment.html", **_inbox_context(pending, now, settings, visitor))
 
 
-def _inbox_context(pending: list[PendingApproval], now: float, settings: InboxSettings | None) -> dict[str, Any]:
+def _inbox_context(
+    pending: list[PendingApproval], now: float, settings: InboxSettings | None, visitor: Visitor | None
+) -> dict[str, Any]:
+    """The inbox's requests for `visitor`: the inbox itself puts them in the page's frame (with
+    `visitor` too); the fragment, refreshed on its own, needs it for its decision forms."""
     ordered = sorted(pending, key=lambda p: (p.decide_by, p.requested_at))
-    return {"pending": ordered, "now": now, "settings": settings or InboxSettings()}
+    return {"pending": ordered, "now": now, "settings": settings or InboxSettings(), "visitor": visitor}
 
 
-def request_card(p: PendingApproval, now: float, settings: InboxSettings) -> str:
-    return render("request_card.html", p=p, now=now, settings=settings)
+def request_card(p: PendingApproval, now: float, settings: InboxSettings, visitor: Visitor | None = None) -> str:
+    return render("request_card.html", p=p, now=now, settings=settings, visitor=visitor)
 
 
 def asked_line(p: PendingApproval) -> str:
@@ -107,7 +124,13 @@ def cover_text(item: ItemStock) -> str:
 
 
 def confirm_page(
-    p: PendingApproval, up_to: float, note: str, settings: InboxSettings, *, service_down: Health | None = None
+    p: PendingApproval,
+    up_to: float,
+    note: str,
+    settings: InboxSettings,
+    *,
+    service_down: Health | None = None,
+    visitor: Visitor | None = None,
 ) -> str:
     """The second step of an approval above the confirmation amount: the same form, confirmed."""
     return page(
@@ -115,6 +138,7 @@ def confirm_page(
         "Confirm approval",
         "inbox",
         service_down=service_down,
+        visitor=visitor,
         p=p,
         up_to=up_to,
         note=note,
@@ -175,6 +199,7 @@ def skus(
     catalogue: Catalogue,
     *,
     service_down: Health | None = None,
+    visitor: Visitor | None = None,
 ) -> str:
     below = "below-safety"
     chips = (
@@ -191,6 +216,7 @@ def skus(
         "SKUs",
         "skus",
         service_down=service_down,
+        visitor=visitor,
         rows=rows,
         shown=shown,
         query=query,
@@ -212,6 +238,7 @@ def sku_detail(
     catalogue: Catalogue | None = None,
     *,
     service_down: Health | None = None,
+    visitor: Visitor | None = None,
 ) -> str:
     outcomes = {o.run_id: o for o in record.outcomes}
     runs = []
@@ -230,6 +257,7 @@ def sku_detail(
         record.sku,
         "skus",
         service_down=service_down,
+        visitor=visitor,
         record=record,
         runs=runs,
         by_outcome=by_outcome,
@@ -245,9 +273,10 @@ def run_page(
     flash: tuple[str, str] | None = None,
     *,
     service_down: Health | None = None,
+    visitor: Visitor | None = None,
 ) -> str:
     context = _timeline_context(timeline, fragment_url)
-    return page("run.html", timeline.run_id, "skus", flash, service_down=service_down, **context)
+    return page("run.html", timeline.run_id, "skus", flash, service_down=service_down, visitor=visitor, **context)
 
 
 def timeline_block(timeline: Timeline, fragment_url: str) -> str:
@@ -288,8 +317,8 @@ def down_banner(service_down: Health | None) -> str:
     return render("down_banner.html", service_down=service_down)
 
 
-def error_page(status: int, message: str, *, service_down: Health | None = None) -> str:
-    return page("error.html", f"{status}", service_down=service_down, status=status, message=message)
+def error_page(status: int, message: str, *, service_down: Health | None = None, visitor: Visitor | None = None) -> str:
+    return page("error.html", f"{status}", service_down=service_down, visitor=visitor, status=status, message=message)
 
 
 def nice_ceiling(value: float) -> float:
@@ -370,7 +399,9 @@ def spend_chart(s: Spend) -> SpendChart:
 SPEND_CHIPS = (("day", 14, "14 days"), ("day", 30, "30 days"), ("week", 8, "8 weeks"), ("week", 26, "26 weeks"))
 
 
-def spend_page(s: Spend, settings: InboxSettings, *, service_down: Health | None = None) -> str:
+def spend_page(
+    s: Spend, settings: InboxSettings, *, service_down: Health | None = None, visitor: Visitor | None = None
+) -> str:
     q = s.query
     chips = [
         (label, query_href("/spend", q, by=by, periods=str(n)), q.by == by and q.periods == n)
@@ -389,6 +420,7 @@ def spend_page(s: Spend, settings: InboxSettings, *, service_down: Health | None
         "Spend",
         "spend",
         service_down=service_down,
+        visitor=visitor,
         s=s,
         q=q,
         chips=chips,

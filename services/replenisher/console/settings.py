@@ -8,10 +8,29 @@ The console takes them as an argument; whoever builds it decides where they come
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
+from replenisher.identity.settings import OidcSettings, SignInSettings
+
+PEOPLE_FILE_ENV = "REPLENISHER_PEOPLE_FILE"
+SIGN_IN_ENV = {
+    "session_secret": "REPLENISHER_CONSOLE_SESSION_SECRET",
+    "public_url": "REPLENISHER_CONSOLE_PUBLIC_URL",
+    "session_hours": "REPLENISHER_CONSOLE_SESSION_HOURS",
+}
+OIDC_ENV = {
+    "issuer": "REPLENISHER_OIDC_ISSUER",
+    "client_id": "REPLENISHER_OIDC_CLIENT_ID",
+    "client_secret": "REPLENISHER_OIDC_CLIENT_SECRET",
+    "label": "REPLENISHER_OIDC_LABEL",
+}
+
+
+class ConsoleSettingsError(ValueError):
+    """A console setting is missing or wrong; the message names the variable."""
 
 
 class ConsoleSettings(BaseModel):
@@ -21,6 +40,9 @@ class ConsoleSettings(BaseModel):
     # Prices carry no currency of their own (a unit price in the SKU's currency): say which it is.
     currency: str = Field(default="USD", max_length=8)
     confirm_above: float = Field(default=1000.0, description="an approval above this total asks to be confirmed")
+    sign_in: SignInSettings | None = Field(
+        default=None, description="people sign in (REPLENISHER_PEOPLE_FILE set); None: no sign-in, loopback only"
+    )
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> ConsoleSettings:
@@ -32,4 +54,32 @@ class ConsoleSettings(BaseModel):
             inbox_url=environ.get("REPLENISHER_WORLD_URL", DEFAULT_WORLD_URL),
             currency=environ.get("REPLENISHER_CURRENCY", "USD")[:8],
             confirm_above=float(environ.get("REPLENISHER_CONSOLE_CONFIRM_ABOVE", "1000")),
+            sign_in=sign_in_from(environ),
         )
+
+
+def sign_in_from(environ: Mapping[str, str]) -> SignInSettings | None:
+    """Sign-in is on when REPLENISHER_PEOPLE_FILE names the authority matrix; it then needs the
+    session secret and the console's public URL, and takes an OpenID provider if one is named."""
+    people = environ.get(PEOPLE_FILE_ENV, "").strip()
+    if not people:
+        return None
+    values: dict[str, object] = {"people_file": Path(people)}
+    for field, name in SIGN_IN_ENV.items():
+        if environ.get(name, "").strip():
+            values[field] = environ[name].strip()
+    oidc = {field: environ[name].strip() for field, name in OIDC_ENV.items() if environ.get(name, "").strip()}
+    try:
+        if oidc:
+            values["oidc"] = OidcSettings.model_validate(oidc)
+        return SignInSettings.model_validate(values)
+    except ValidationError as e:
+        problems = []
+        for item in e.errors(include_url=False):
+            field = str(item["loc"][0]) if item["loc"] else ""
+            name = SIGN_IN_ENV.get(field) or OIDC_ENV.get(field) or ""
+            message = item["msg"].removeprefix("Value error, ")
+            if item["type"] == "missing":
+                message = f"is required when {PEOPLE_FILE_ENV} is set"
+            problems.append(f"{name}: {message}" if name else message)
+        raise ConsoleSettingsError("sign-in settings: " + "; ".join(problems)) from None

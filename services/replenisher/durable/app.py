@@ -14,12 +14,13 @@ from restate.aws_lambda import is_running_on_lambda
 
 from replenisher.durable.archive import run_archive
 from replenisher.durable.asgi import App, Receive, Scope, Send, cancel_on_disconnect
+from replenisher.durable.audit_log import audit_log
 from replenisher.durable.contracts import check_addresses
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
 from replenisher.wiring import Wiring, bootstrap, serving
 
-SERVICES = [sku_agent, replenish, run_archive]
+SERVICES = [sku_agent, replenish, run_archive, audit_log]
 
 __all__ = ["SERVICES", "create_app"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -43,7 +43,7 @@ MAX_FORM_BYTES = 8_192
 NO_STORE = {"cache-control": "no-store"}
 
 Render = Callable[..., str]
-AuditHook = Callable[[str, str, Request, str], None]
+AuditHook = Callable[[str, str, Request, str], Awaitable[None]]
 """(event, person or what they typed, request, result): sign-ins and their failures, for the audit log."""
 
 
@@ -59,7 +59,7 @@ class SignIn:
         self.settings = settings
         self._matrix = matrix
         self._render = render
-        self._audit = audit or (lambda event, who, request, result: None)
+        self._audit = audit or _no_audit
         self._now = now
         self._oauth: OAuth | None = None
         if settings.oidc is not None:
@@ -154,9 +154,9 @@ class SignIn:
         # The same work whether or not the person exists, so the answer tells nothing about who does.
         right = verify_password(stored or DECOY_HASH, password) and stored is not None
         if person is None or not right:
-            self._audit("sign_in_failed", typed[:100], request, "wrong person or password")
+            await self._audit("sign_in_failed", typed[:100], request, "wrong person or password")
             return self._page(request, target, "That person and password do not match.", status=401)
-        self._start(request, person, "password")
+        await self._start(request, person, "password")
         return RedirectResponse(target, 303, headers=NO_STORE)
 
     async def sign_in_with_oidc(self, request: Request) -> Response:
@@ -182,21 +182,22 @@ class SignIn:
                 more = dict(await self._oauth.idp.userinfo(token=token))
                 claims |= more if more.get("sub") == claims.get("sub") else {}
         except OAuthError as e:
-            self._audit("sign_in_failed", "oidc", request, f"the identity provider's answer was refused: {e.error}")
+            refused = f"the identity provider's answer was refused: {e.error}"
+            await self._audit("sign_in_failed", "oidc", request, refused)
             return self._page(request, target, "The sign-in could not be completed; try again.", 400)
         except Exception as e:
             log.warning("the identity provider's answer could not be used: %r", e)
-            self._audit("sign_in_failed", "oidc", request, f"the identity provider cannot be reached: {e}")
+            await self._audit("sign_in_failed", "oidc", request, f"the identity provider cannot be reached: {e}")
             return self._page(request, target, "The identity provider cannot be reached; try again later.", 503)
         email = str(claims.get("email") or "").lower()
         if not email or claims.get("email_verified") is False:
-            self._audit("sign_in_failed", email or "oidc", request, "no verified email in the ID token")
+            await self._audit("sign_in_failed", email or "oidc", request, "no verified email in the ID token")
             return self._page(request, target, "Your account has no verified email address.", 403)
         person = next((p for p in self._matrix().people if p.email.lower() == email), None)
         if person is None:
-            self._audit("sign_in_failed", email, request, "not one of the people")
+            await self._audit("sign_in_failed", email, request, "not one of the people")
             return self._page(request, target, f"{email} is not one of this console's people.", 403)
-        self._start(request, person, "oidc")
+        await self._start(request, person, "oidc")
         return RedirectResponse(target, 303, headers=NO_STORE)
 
     async def sign_out(self, request: Request) -> Response:
@@ -205,17 +206,17 @@ class SignIn:
         who = request.session.get("person")
         request.session.clear()
         if isinstance(who, str):
-            self._audit("sign_out", who, request, "signed out")
+            await self._audit("sign_out", who, request, "signed out")
         return RedirectResponse("/sign-in", 303, headers=NO_STORE)
 
     # --- helpers -----------------------------------------------------------------------------------
 
-    def _start(self, request: Request, person: Person, method: str) -> None:
+    async def _start(self, request: Request, person: Person, method: str) -> None:
         # A new session, and a new CSRF token: nothing from before sign-in carries over.
         request.session.clear()
         request.session.update({"person": person.id, "at": self._now(), "method": method})
         self.csrf_token(request)
-        self._audit("sign_in", person.id, request, f"signed in ({method})")
+        await self._audit("sign_in", person.id, request, f"signed in ({method})")
 
     def _page(self, request: Request, target: str, error: str = "", status: int = 200) -> HTMLResponse:
         body = self._render(
@@ -226,6 +227,10 @@ class SignIn:
             oidc_label=self.settings.oidc.label if self.settings.oidc else None,
         )
         return HTMLResponse(body, status, headers=NO_STORE)
+
+
+async def _no_audit(event: str, who: str, request: Request, result: str) -> None:
+    return None
 
 
 def safe_next(target: str | None) -> str:
