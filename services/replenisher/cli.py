@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import json
 import os
 import shutil
@@ -545,19 +546,39 @@ def _k(n: int) -> str:
 # --- commands that are not thin clients ----------------------------------------------------
 
 
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def run_console(args: argparse.Namespace) -> int:
     from hypercorn.asyncio import serve
     from hypercorn.config import Config
 
     from replenisher.console.app import Console
-    from replenisher.console.settings import ConsoleSettings
+    from replenisher.console.settings import PEOPLE_FILE_ENV, ConsoleSettings, ConsoleSettingsError
+    from replenisher.domain.authority import AuthorityFileError
 
     config = Config()
     config.bind = [f"{args.host}:{args.port}"]
     config.accesslog = None
     addresses = {"ingress_url": ingress_url(args), "admin_url": admin_url(args), "inbox_url": inbox_url(args)}
-    settings = ConsoleSettings.from_environment(os.environ).model_copy(update=addresses)
-    app = Console(settings, now=time.time)
+    try:
+        settings = ConsoleSettings.from_environment(os.environ).model_copy(update=addresses)
+        if settings.sign_in is None and not is_loopback(args.host):
+            raise ConsoleSettingsError(
+                f"the console has no sign-in, so it serves loopback only, not {args.host}: anyone who reaches it "
+                f"could approve purchases. Name the people ({PEOPLE_FILE_ENV}) to turn sign-in on"
+            )
+        app = Console(settings, now=time.time)
+    except ConsoleSettingsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except AuthorityFileError as e:
+        print(f"error: {PEOPLE_FILE_ENV}: {e}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         socket.create_server((args.host, args.port)).close()
     except OSError as e:

@@ -74,7 +74,11 @@ def cli(operator_env: dict[str, str]) -> Cli:
 @pytest.fixture(scope="session")
 def console(operator_env: dict[str, str], log_dir: Path) -> Iterator[HypercornApp]:
     app = HypercornApp(
-        "replenisher.console.app:app", free_port(), operator_env, name="console", log_path=log_dir / "console.log"
+        "replenisher.console.app:create_app()",
+        free_port(),
+        operator_env,
+        name="console",
+        log_path=log_dir / "console.log",
     )
     with serving(app):
         yield app

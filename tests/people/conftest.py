@@ -9,41 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from people.accounts import SESSION_SECRET, people_toml
 from people.provider import CLIENT_ID, CLIENT_SECRET, OidcProvider
-from replenisher.identity.passwords import hash_password
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
 
 PEOPLE_DIR = Path(__file__).parent
-PASSWORDS = {"ana": "ana's long passphrase", "vic": "vic's long passphrase"}
-SESSION_SECRET = "the-sign-in-tests-session-secret-0123456789"
-
-
-def people_toml() -> str:
-    ana, vic = (hash_password(PASSWORDS[who]) for who in ("ana", "vic"))
-    return f"""
-[[people]]
-id = "ana"
-name = "Ana Lindqvist"
-email = "ana@plant.example"
-roles = ["approver"]
-limit = 1000
-password_hash = "{ana}"
-
-[[people]]
-id = "vic"
-name = "Vic Auditor"
-email = "vic@plant.example"
-roles = ["viewer"]
-password_hash = "{vic}"
-
-[[people]]
-id = "paul"
-name = "Paul Meyer"
-email = "paul@plant.example"
-roles = ["approver"]
-limit = 20000
-"""
 
 
 @dataclass

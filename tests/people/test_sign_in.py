@@ -15,7 +15,8 @@ from urllib.parse import urljoin
 import httpx
 import pytest
 
-from people.conftest import PASSWORDS, SignedApp, start_app
+from people.accounts import PASSWORDS
+from people.conftest import SignedApp, start_app
 from people.provider import OidcProvider
 from support import eventually
 

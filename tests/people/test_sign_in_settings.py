@@ -3,6 +3,9 @@ gets its reason."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,3 +67,37 @@ def test_a_password_is_kept_as_an_argon2_hash_and_short_ones_are_refused() -> No
     assert not verify_password("not a hash", "anything")
     with pytest.raises(WeakPassword, match="at least 12 characters"):
         hash_password("short")
+
+
+# --- the console's own start ------------------------------------------------------------------------
+
+
+def console(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("REPLENISHER_PEOPLE", "REPLENISHER_CONSOLE"))}
+    return subprocess.run(
+        [sys.executable, "-m", "replenisher.cli", "console", "--port", "1", *args],
+        env={**clean, **env}, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_without_sign_in_the_console_refuses_to_serve_beyond_loopback() -> None:
+    refused = console("--host", "0.0.0.0")
+    assert refused.returncode == 2 and "serves loopback only, not 0.0.0.0" in refused.stderr, refused
+    assert "REPLENISHER_PEOPLE_FILE" in refused.stderr
+
+
+def test_sign_in_without_its_secret_or_with_a_broken_matrix_stops_the_console(tmp_path: Path) -> None:
+    people = tmp_path / "people.toml"
+    people.write_text('[[people]]\nid = "ana"\nname = "Ana"\nemail = "ana@plant.example"\nroles = ["approver"]\n'
+                      'limit = "lots"\n')  # fmt: skip
+    missing = console("--host", "0.0.0.0", REPLENISHER_PEOPLE_FILE=str(people))
+    assert missing.returncode == 2
+    assert "REPLENISHER_CONSOLE_SESSION_SECRET: is required when REPLENISHER_PEOPLE_FILE is set" in missing.stderr
+    assert "REPLENISHER_CONSOLE_PUBLIC_URL: is required" in missing.stderr
+    broken = console(
+        "--host", "0.0.0.0", REPLENISHER_PEOPLE_FILE=str(people), REPLENISHER_CONSOLE_SESSION_SECRET=SECRET,
+        REPLENISHER_CONSOLE_PUBLIC_URL="https://buy.plant.example",
+    )  # fmt: skip
+    assert broken.returncode == 2
+    assert f"REPLENISHER_PEOPLE_FILE: {people}: person 'ana': limit: must be a number, got 'lots'" in broken.stderr
+    assert "Traceback" not in missing.stderr + broken.stderr

@@ -1,4 +1,4 @@
-"""The console as a Starlette app: `hypercorn replenisher.console.app:app`, or `replenisher console`.
+"""The console as a Starlette app: `hypercorn 'replenisher.console.app:create_app()'`, or `replenisher console`.
 
 A thin face over the operator layer: each page parses its request, calls a use case and
 renders a template. It reads Restate through ingress and the admin API and approval requests
@@ -485,5 +485,7 @@ class Console:
         return pages.run_href(run_id) + "/fragment"
 
 
-app = Console(ConsoleSettings.from_environment(os.environ))
-"""The ASGI entry point (`hypercorn replenisher.console.app:app`): its settings from the environment."""
+def create_app() -> Console:
+    """The ASGI entry point (`hypercorn 'replenisher.console.app:create_app()'`): its settings from the
+    environment, read and checked when it is made (a mistake stops the server), not at import."""
+    return Console(ConsoleSettings.from_environment(os.environ))

@@ -2,7 +2,7 @@
 
 The console takes them as an argument; whoever builds it decides where they come from:
 `replenisher console` from its flags and the environment, the ASGI entry point
-(`replenisher.console.app:app`) from the environment alone, a test from its own values.
+(`replenisher.console.app:create_app()`) from the environment alone, a test from its own values.
 """
 
 from __future__ import annotations
