@@ -15,6 +15,7 @@ import asyncio
 import ipaddress
 import json
 import os
+import secrets
 import shutil
 import socket
 import sys
@@ -68,6 +69,8 @@ commands people use daily:
   check / watch / unwatch    read stock now / on a durable timer / stop the timer
   console                    the manager's web console (approval inbox, SKUs, timelines)
   replay RUN|FILE [--all]    re-decide recorded runs with a decider, from their archives (never the world)
+  people check FILE          check the team's authority matrix; `people hash-password` for a password_hash
+  audit [--since DAY]        the audit log: decisions, refusals, sign-ins (text, csv or json)
   up / down / demo           the local stack, and the demo
 """
 
@@ -558,15 +561,32 @@ def run_console(args: argparse.Namespace) -> int:
     from hypercorn.config import Config
 
     from replenisher.console.app import Console
-    from replenisher.console.settings import PEOPLE_FILE_ENV, ConsoleSettings, ConsoleSettingsError
+    from replenisher.console.settings import (
+        PEOPLE_FILE_ENV,
+        PUBLIC_URL_ENV,
+        SESSION_SECRET_ENV,
+        ConsoleSettings,
+        ConsoleSettingsError,
+    )
     from replenisher.domain.authority import AuthorityFileError
 
     config = Config()
     config.bind = [f"{args.host}:{args.port}"]
     config.accesslog = None
     addresses = {"ingress_url": ingress_url(args), "admin_url": admin_url(args), "inbox_url": inbox_url(args)}
+    environ = dict(os.environ)
+    if args.people:
+        environ[PEOPLE_FILE_ENV] = str(args.people)
+    if environ.get(PEOPLE_FILE_ENV):
+        # On this machine the two settings sign-in needs can be had without asking: a session secret of
+        # this process's own (sessions then end when it stops) and its own address as the public URL.
+        if not environ.get(SESSION_SECRET_ENV):
+            environ[SESSION_SECRET_ENV] = secrets.token_urlsafe(48)
+            print("sign-in sessions last until this console stops (no REPLENISHER_CONSOLE_SESSION_SECRET)")
+        if not environ.get(PUBLIC_URL_ENV) and is_loopback(args.host):
+            environ[PUBLIC_URL_ENV] = f"http://{args.host}:{args.port}"
     try:
-        settings = ConsoleSettings.from_environment(os.environ).model_copy(update=addresses)
+        settings = ConsoleSettings.from_environment(environ).model_copy(update=addresses)
         if settings.sign_in is None and not is_loopback(args.host):
             raise ConsoleSettingsError(
                 f"the console has no sign-in, so it serves loopback only, not {args.host}: anyone who reaches it "
@@ -588,7 +608,7 @@ def run_console(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_REFUSED
-    print(f"console on http://{args.host}:{args.port}")
+    print(f"console on http://{args.host}:{args.port}" + (" (sign in first)" if settings.sign_in else ""))
     print(f"  Restate ingress {settings.ingress_url}, admin {settings.admin_url}; manager's inbox {settings.inbox_url}")
     print("Ctrl-C stops it")
     try:
@@ -668,14 +688,22 @@ def parser() -> argparse.ArgumentParser:
         if name == "watch":
             cmd.add_argument("--every", type=float, metavar="DAYS", help="business days between checks")
 
+    from replenisher.people_command import add_parsers as add_people
     from replenisher.replay_command import add_parser as add_replay
 
     add_replay(sub, common)
+    add_people(sub, common)
 
     console = sub.add_parser("console", parents=[common], help="serve the manager's web console")
     console.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: keep it private)")
     console.add_argument(
         "--port", type=int, default=DEFAULT_CONSOLE_PORT, help=f"port (default {DEFAULT_CONSOLE_PORT})"
+    )
+    console.add_argument(
+        "--people",
+        type=Path,
+        metavar="FILE",
+        help="sign people in: the team's authority matrix (default $REPLENISHER_PEOPLE_FILE; without: no sign-in)",
     )
     for command in sub.choices.values():
         # Its own usage for a wrong option (`skus --bogus`), not the top-level one.
@@ -746,6 +774,10 @@ def _main(argv: Iterable[str] | None) -> int:
         return stack_main([args.command])
     if args.command == "console":
         return run_console(args)
+    if args.command in ("people", "audit"):
+        from replenisher.people_command import run_audit, run_people
+
+        return run_people(args) if args.command == "people" else run_audit(args, ingress_url(args))
     if args.command == "replay":
         from replenisher.replay_command import run as run_replay
 

@@ -147,6 +147,10 @@ def inspection_help(ingress_url: str, admin_url: str, world_url: str, restate_cl
         (f".venv/bin/replenisher timeline {sku} --run {number}", "that run's timeline (--html FILE draws it)"),
         (".venv/bin/replenisher cost", "what each SKU bought and what its model calls cost"),
         (".venv/bin/replenisher console", "the web console at http://127.0.0.1:8090 (inbox, SKUs, spend)"),
+        (
+            ".venv/bin/replenisher console --people deploy/people.demo.toml",
+            "the same with sign-in: paul / paul-demo-passphrase approves",
+        ),
         (f"curl '{world_url}/admin/calls?sku={sku}'", "every call the world got about the SKU"),
         (f"curl {ingress_url}/SkuAgent/{sku}/status", "the same record, straight from Restate's ingress"),
         (f"{restate_cli} invocations list --all", "every invocation Restate holds"),

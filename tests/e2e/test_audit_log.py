@@ -5,6 +5,11 @@ send adds once; bad input gets a 400 and changes nothing. Read back through ingr
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
+import os
+import subprocess
+import sys
 import uuid
 
 import httpx
@@ -59,3 +64,14 @@ async def test_a_flood_of_entries_is_kept_whole_in_order_and_a_resend_adds_nothi
         assert bad_page.status_code == 400
         again = await read_day(ingress, day, client=client)
         assert again.total == count and again.entries == read.entries, "the refused calls changed nothing"
+
+    # `replenisher audit` as the docs run it (docs/operating/people.md, "The audit log").
+    env = {**os.environ, "REPLENISHER_INGRESS_URL": ingress}
+    command = [sys.executable, "-m", "replenisher.cli", "audit", "--since", day, "--format", "csv"]
+    done = await asyncio.to_thread(subprocess.run, command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert len(rows) == count and {r["who"] for r in rows} == {who} and rows[-1]["seq"] == str(count - 1)
+    backwards = [*command[:4], "--since", day, "--until", "1999-01-01"]
+    refused = await asyncio.to_thread(subprocess.run, backwards, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "is after --until" in refused.stderr

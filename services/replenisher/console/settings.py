@@ -16,9 +16,11 @@ from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAUL
 from replenisher.identity.settings import OidcSettings, SignInSettings
 
 PEOPLE_FILE_ENV = "REPLENISHER_PEOPLE_FILE"
+SESSION_SECRET_ENV = "REPLENISHER_CONSOLE_SESSION_SECRET"
+PUBLIC_URL_ENV = "REPLENISHER_CONSOLE_PUBLIC_URL"
 SIGN_IN_ENV = {
-    "session_secret": "REPLENISHER_CONSOLE_SESSION_SECRET",
-    "public_url": "REPLENISHER_CONSOLE_PUBLIC_URL",
+    "session_secret": SESSION_SECRET_ENV,
+    "public_url": PUBLIC_URL_ENV,
     "session_hours": "REPLENISHER_CONSOLE_SESSION_HOURS",
 }
 OIDC_ENV = {
