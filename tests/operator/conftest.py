@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 from operator_support import Cli, CliResult
 
+from people.accounts import SESSION_SECRET, people_toml
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import RestateRuntime
@@ -80,6 +81,26 @@ def console(operator_env: dict[str, str], log_dir: Path) -> Iterator[HypercornAp
         name="console",
         log_path=log_dir / "console.log",
     )
+    with serving(app):
+        yield app
+
+
+@pytest.fixture(scope="session")
+def signed_console(
+    operator_env: dict[str, str], log_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HypercornApp]:
+    """A second console, with sign-in: Ana (a buyer), Vic (a viewer) and Paul (the plant manager)."""
+    people = tmp_path_factory.mktemp("people") / "people.toml"
+    people.write_text(people_toml(with_passwords=("ana", "vic", "paul")))
+    port = free_port()
+    env = {
+        **operator_env,
+        "REPLENISHER_PEOPLE_FILE": str(people),
+        "REPLENISHER_CONSOLE_SESSION_SECRET": SESSION_SECRET,
+        "REPLENISHER_CONSOLE_PUBLIC_URL": f"http://127.0.0.1:{port}",
+    }
+    factory = "replenisher.console.app:create_app()"
+    app = HypercornApp(factory, port, env, name="signed-console", log_path=log_dir / "signed-console.log")
     with serving(app):
         yield app
 

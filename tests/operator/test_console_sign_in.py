@@ -11,42 +11,20 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from operator_support import setup_lasting_quotes
 
 from e2e.scenario import Scenario
-from people.accounts import PASSWORDS, SESSION_SECRET, people_toml
+from people.accounts import PASSWORDS
 from replenisher.domain.audit import day_of
 from replenisher.operations.audit import read_day
-from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import RestateRuntime
-from support import eventually, serving
+from support import eventually
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(scope="module")
-def signed_console(
-    operator_env: dict[str, str], log_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[HypercornApp]:
-    people = tmp_path_factory.mktemp("people") / "people.toml"
-    people.write_text(people_toml(with_passwords=("ana", "vic", "paul")))
-    port = free_port()
-    env = {
-        **operator_env,
-        "REPLENISHER_PEOPLE_FILE": str(people),
-        "REPLENISHER_CONSOLE_SESSION_SECRET": SESSION_SECRET,
-        "REPLENISHER_CONSOLE_PUBLIC_URL": f"http://127.0.0.1:{port}",
-    }
-    factory = "replenisher.console.app:create_app()"
-    app = HypercornApp(factory, port, env, name="signed-console", log_path=log_dir / "signed-console.log")
-    with serving(app):
-        yield app
 
 
 async def signed_in(console: HypercornApp, who: str) -> httpx.AsyncClient:
