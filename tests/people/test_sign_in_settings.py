@@ -92,8 +92,10 @@ def test_sign_in_without_its_secret_or_with_a_broken_matrix_stops_the_console(tm
                       'limit = "lots"\n')  # fmt: skip
     missing = console("--host", "0.0.0.0", REPLENISHER_PEOPLE_FILE=str(people))
     assert missing.returncode == 2
-    assert "REPLENISHER_CONSOLE_SESSION_SECRET: is required when REPLENISHER_PEOPLE_FILE is set" in missing.stderr
-    assert "REPLENISHER_CONSOLE_PUBLIC_URL: is required" in missing.stderr
+    # Without a secret the console makes its own (sessions end with it); where people reach it, only
+    # the operator can say, beyond loopback.
+    assert "sign-in sessions last until this console stops" in missing.stdout
+    assert "REPLENISHER_CONSOLE_PUBLIC_URL: is required when REPLENISHER_PEOPLE_FILE is set" in missing.stderr
     broken = console(
         "--host", "0.0.0.0", REPLENISHER_PEOPLE_FILE=str(people), REPLENISHER_CONSOLE_SESSION_SECRET=SECRET,
         REPLENISHER_CONSOLE_PUBLIC_URL="https://buy.plant.example",
@@ -101,3 +103,18 @@ def test_sign_in_without_its_secret_or_with_a_broken_matrix_stops_the_console(tm
     assert broken.returncode == 2
     assert f"REPLENISHER_PEOPLE_FILE: {people}: person 'ana': limit: must be a number, got 'lots'" in broken.stderr
     assert "Traceback" not in missing.stderr + broken.stderr
+
+
+def test_the_console_settings_name_each_missing_variable() -> None:
+    from replenisher.console.settings import ConsoleSettingsError, sign_in_from
+
+    assert sign_in_from({}) is None, "no people file: no sign-in"
+    with pytest.raises(ConsoleSettingsError) as caught:
+        sign_in_from({"REPLENISHER_PEOPLE_FILE": "people.toml", "REPLENISHER_OIDC_ISSUER": "login.example"})
+    said = str(caught.value)
+    assert "REPLENISHER_OIDC_ISSUER: the issuer must be an http(s) URL" in said
+    with pytest.raises(ConsoleSettingsError) as caught:
+        sign_in_from({"REPLENISHER_PEOPLE_FILE": "people.toml"})
+    said = str(caught.value)
+    assert "REPLENISHER_CONSOLE_SESSION_SECRET: is required when REPLENISHER_PEOPLE_FILE is set" in said
+    assert "REPLENISHER_CONSOLE_PUBLIC_URL: is required when REPLENISHER_PEOPLE_FILE is set" in said
