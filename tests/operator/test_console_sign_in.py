@@ -68,6 +68,7 @@ async def test_three_people_at_once_each_may_do_only_what_the_matrix_gives_them(
         # Ana, a buyer: her form is there, and her approval is refused with who can give it.
         inbox = await ana.get("/inbox")
         assert inbox.status_code == 200 and "Ana Lindqvist" in inbox.text and "Sign out" in inbox.text
+        assert "You cannot approve this: the order&#39;s total 1,900.00 is above ana&#39;s limit" in inbox.text
         fields = form_fields(inbox.text, po)
         assert fields["token"] == request["token"] and fields["csrf"]
         refused = await ana.post("/approvals", data={**fields, "decision": "approve", "confirmed": "yes"})

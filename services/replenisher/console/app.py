@@ -288,15 +288,16 @@ class Console:
             raise OperatorError(f"bad query: unknown parameter {next(iter(query))!r} (the inbox takes none)")
         pending = await pending_approvals(seen.client, self.inbox_api)
         settings = await self.inbox_settings(pending)
+        visitor = self.for_visitor(seen.visitor, pending)
         return html(
-            pages.inbox(pending, self.now(), flash, settings, service_down=seen.service_down, visitor=seen.visitor),
+            pages.inbox(pending, self.now(), flash, settings, service_down=seen.service_down, visitor=visitor),
             status,
         )
 
     async def inbox_fragment(self, request: Request, seen: Seen) -> Response:
         pending = await pending_approvals(seen.client, self.inbox_api)
         settings = await self.inbox_settings(pending)
-        return html(pages.inbox_fragment(pending, self.now(), settings, seen.visitor))
+        return html(pages.inbox_fragment(pending, self.now(), settings, self.for_visitor(seen.visitor, pending)))
 
     async def approve(self, request: Request, seen: Seen) -> Response:
         form = await form_of(request)
@@ -373,17 +374,35 @@ class Console:
             asked = await pending_for(seen.client, self.inbox_api, form.get("sku", ""), form.get("token", ""))
         except NoPendingApproval:
             return None  # the decision itself says so, with its own status
+        beyond = self.beyond_limit(person.id, asked)
+        if beyond is None:
+            return None
+        reason = f"{asked.po_number} not approved: {beyond}"
+        await self.audit("approval_refused", person.id, request, reason, what=asked.po_number)
+        return await self.inbox(request, seen, ("error", reason), 403)
+
+    def beyond_limit(self, person_id: str, asked: PendingApproval) -> str | None:
+        """Why `person_id` may not approve `asked` (its total above their limit that day), with who
+        may; None if they may, or the console has no matrix."""
+        if self.people is None:
+            return None
         now = self.now()
         today = asked.calendar.local(now).date() if asked.calendar else datetime.fromtimestamp(now, UTC).date()
         matrix = self.people.current()
-        granted = matrix.authority(person.id, asked.total, asked.supplier, today)
+        granted = matrix.authority(person_id, asked.total, asked.supplier, today)
         if not isinstance(granted, Refusal):
             return None
-        others = [who for who in matrix.approvers_for(asked.total, asked.supplier, today) if who != person.id]
-        ask = f"; it can be approved by {', '.join(others)}" if others else "; no one's limit covers it"
-        reason = f"{asked.po_number} not approved: {granted.reason}{ask}"
-        await self.audit("approval_refused", person.id, request, reason, what=asked.po_number)
-        return await self.inbox(request, seen, ("error", reason), 403)
+        others = [who for who in matrix.approvers_for(asked.total, asked.supplier, today) if who != person_id]
+        return granted.reason + (
+            f"; it can be approved by {', '.join(others)}" if others else "; no one's limit covers it"
+        )
+
+    def for_visitor(self, visitor: pages.Visitor | None, pending: Sequence[PendingApproval]) -> pages.Visitor | None:
+        """The visitor with the requests above their limit marked, so their cards say so up front."""
+        if visitor is None or not visitor.may_approve:
+            return visitor
+        beyond = {p.po_number: why for p in pending if (why := self.beyond_limit(visitor.person, p)) is not None}
+        return visitor.model_copy(update={"beyond_limit": beyond})
 
     async def audit(self, event: str, who: str, request: Request, result: str, *, what: str = "") -> None:
         """Into the day's `AuditLog` through ingress; an audit that cannot be written is logged, and

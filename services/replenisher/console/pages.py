@@ -31,6 +31,9 @@ class Visitor(BaseModel):
     name: str
     may_approve: bool
     csrf: str = Field(description="the session's token every form this page posts must carry")
+    beyond_limit: dict[str, str] = Field(
+        default_factory=dict, description="PO number -> why this person may not approve it, and who may"
+    )
 
 
 def page(
