@@ -242,3 +242,22 @@ def test_broken_toml_and_a_missing_file_say_where(tmp_path: Path) -> None:
 
 def test_the_page_is_in_the_sites_nav() -> None:
     assert f"operating/{Path(PAGE).name}" in (DOCS_DIR.parent / "mkdocs.yml").read_text()
+
+
+def test_an_edit_of_the_matrix_is_said_in_an_auditors_words(plant: AuthorityMatrix) -> None:
+    from replenisher.domain.authority import changes_between
+
+    text = documented_text()
+    edited = parse_authority(
+        text.replace("limit = 1000 ", "limit = 1500 ").replace('roles = ["viewer"]', 'roles = ["viewer", "operator"]')
+        .replace("two_person_threshold = 20000", "two_person_threshold = 25000")
+        .replace('to = "ana"', 'to = "sven"')
+    )  # fmt: skip
+    assert changes_between(plant, edited) == [
+        "ana: limit 1,000.00 -> 1,500.00",
+        "ines: roles viewer -> viewer, operator",
+        "two-person threshold 20000.0 -> 25000.0",
+        "delegation added: paul -> sven 2026-12-21..2027-01-04",
+        "delegation removed: paul -> ana 2026-12-21..2027-01-04",
+    ]
+    assert changes_between(plant, plant) == []

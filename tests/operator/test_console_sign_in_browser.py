@@ -100,6 +100,20 @@ async def test_a_buyer_and_the_plant_manager_signed_in_at_once(
         orders = await eventually(ordered, timeout=60, what="Paul's approval to order")
         assert [o["po_number"] for o in orders] == [po]
 
+        # The audit page, as an auditor reads it on a phone: Ana's and Paul's sign-ins are there.
+        await vic.goto(f"{signed_console.url}/audit")
+        rows = vic.locator("table.audit tbody tr")
+
+        async def both_signed_in() -> bool:
+            await vic.reload()
+            text = await vic.locator("main").inner_text()
+            return "ana" in text and "paul" in text
+
+        await eventually(both_signed_in, timeout=60, what="the sign-ins on the audit page")
+        assert await rows.count() >= 3
+        await vic.screenshot(path=str(artifacts / "audit-phone.png"), full_page=True)
+        await assert_page_fit_for_everyone(vic, axe, "the audit page on a phone")
+
         # Paul signs out; Ana, in her own browser, is still signed in.
         await paul.get_by_role("button", name="Sign out").click()
         await paul.wait_for_url("**/sign-in")

@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from urllib.parse import parse_qs, quote
 
 import httpx
@@ -38,7 +38,7 @@ from replenisher.domain.audit import AuditRecord
 from replenisher.domain.authority import Person, Refusal
 from replenisher.identity.matrix_file import MatrixFile
 from replenisher.identity.web import SignIn
-from replenisher.operations.audit import append_audit
+from replenisher.operations.audit import append_audit, read_day
 from replenisher.operations.catalogue import ErpCatalogue
 from replenisher.operations.decide import BadDecision, decide
 from replenisher.operations.inbox import (
@@ -141,6 +141,7 @@ class Console:
                 Route("/approvals", self.page(self.approve), methods=["POST"]),
                 Route("/skus", self.page(self.skus), methods=["GET"]),
                 Route("/spend", self.page(self.spend), methods=["GET"]),
+                Route("/audit", self.page(self.audit_page), methods=["GET"]),
                 Route("/skus/{sku}", self.page(self.sku), methods=["GET"]),
                 Route("/skus/{sku}/runs/{n:int}", self.page(self.run), methods=["GET"]),
                 Route("/skus/{sku}/runs/{n:int}/fragment", self.page(self.fragment), methods=["GET"]),
@@ -211,6 +212,7 @@ class Console:
 
         async def endpoint(request: Request) -> Response:
             visitor = self.visitor(request)  # not signed in: to the sign-in page, before anything is read
+            await self.note_matrix_changes(request)
             client = RestateClient(self.settings.ingress_url, self.settings.admin_url, client=self.http, now=self.now)
             down: Health | None = None
             try:
@@ -381,6 +383,13 @@ class Console:
         await self.audit("approval_refused", person.id, request, reason, what=asked.po_number)
         return await self.inbox(request, seen, ("error", reason), 403)
 
+    async def note_matrix_changes(self, request: Request) -> None:
+        """An edit of the people file, taken or refused since the last page, into the audit log."""
+        if self.people is None:
+            return
+        for event, detail in self.people.drain():
+            await self.audit(event, f"people file {self.people.path.name}", request, detail, what=detail)
+
     def beyond_limit(self, person_id: str, asked: PendingApproval) -> str | None:
         """Why `person_id` may not approve `asked` (its total above their limit that day), with who
         may; None if they may, or the console has no matrix."""
@@ -423,6 +432,22 @@ class Console:
             await append_audit(self.settings.ingress_url, record, client=self.http)
         except OperatorError as e:
             log.error("audit entry not written (%s): %s", e, record.model_dump_json())
+
+    async def audit_page(self, request: Request, seen: Seen) -> Response:
+        """A day of the audit log (UTC; today by default), with its chain checked."""
+        query = query_of(request)
+        unknown = set(query) - {"day"}
+        if unknown:
+            raise OperatorError(f"bad query: unknown parameter {sorted(unknown)[0]!r} (the audit page takes day)")
+        try:
+            day = (
+                date.fromisoformat(query["day"]) if query.get("day") else datetime.fromtimestamp(self.now(), UTC).date()
+            )
+        except ValueError:
+            raise OperatorError(f"bad query: day {query['day']!r} is not a date (YYYY-MM-DD)") from None
+        read = await read_day(self.settings.ingress_url, day.isoformat(), client=self.http)
+        page = pages.audit_page(read, day, service_down=seen.service_down, visitor=seen.visitor)
+        return html(page)
 
     async def skus(self, request: Request, seen: Seen) -> Response:
         query = SkuQuery.parse(query_of(request))  # before any read: a bad query costs nothing

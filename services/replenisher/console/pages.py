@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import urlencode
 
 from pydantic import BaseModel, Field
 
 from replenisher.domain.sku import SkuRecord, run_id_of, split_run_id
+from replenisher.operations.audit import AuditDayRead
 from replenisher.operations.catalogue import Catalogue, ItemStock
 from replenisher.operations.inbox import PendingApproval
 from replenisher.operations.overview import SkuQuery, SkuRow
@@ -320,6 +322,28 @@ def down_banner(service_down: Health | None) -> str:
     return render("down_banner.html", service_down=service_down)
 
 
+def utc_time(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S")
+
+
+def audit_page(
+    read: AuditDayRead, day: date, *, service_down: Health | None = None, visitor: Visitor | None = None
+) -> str:
+    """A day of the audit log: newest first, each entry with who, from where and why."""
+    return page(
+        "audit.html",
+        f"Audit {day.isoformat()}",
+        "audit",
+        service_down=service_down,
+        visitor=visitor,
+        read=read,
+        entries=list(reversed(read.entries)),
+        day=day,
+        before=(day - timedelta(days=1)).isoformat(),
+        after=(day + timedelta(days=1)).isoformat(),
+    )
+
+
 def error_page(status: int, message: str, *, service_down: Health | None = None, visitor: Visitor | None = None) -> str:
     return page("error.html", f"{status}", service_down=service_down, visitor=visitor, status=status, message=message)
 
@@ -450,5 +474,6 @@ environment.globals.update(
     run_number=run_number,
     security_tally=security_tally,
     until=until,
+    utc_time=utc_time,
     waited_for=lambda tool: WAITED_FOR.get(tool, tool),
 )

@@ -297,6 +297,41 @@ class AuthorityMatrix(BaseModel):
         return len(people) >= self.signatures_needed(total)
 
 
+def changes_between(old: AuthorityMatrix, new: AuthorityMatrix) -> list[str]:
+    """What an edit of the matrix changed, in words an auditor reads (passwords only as "changed")."""
+    said: list[str] = []
+    before, after = {p.id: p for p in old.people}, {p.id: p for p in new.people}
+    for pid in sorted(after.keys() - before.keys()):
+        p = after[pid]
+        said.append(f"added {pid} ({', '.join(p.roles)}{f', limit {p.limit:,.2f}' if p.may('approve') else ''})")
+    said.extend(f"removed {pid}" for pid in sorted(before.keys() - after.keys()))
+    for pid in sorted(before.keys() & after.keys()):
+        a, b = before[pid], after[pid]
+        if a.roles != b.roles:
+            said.append(f"{pid}: roles {', '.join(a.roles)} -> {', '.join(b.roles)}")
+        if a.limit != b.limit:
+            said.append(f"{pid}: limit {a.limit:,.2f} -> {b.limit:,.2f}")
+        if a.supplier_limits != b.supplier_limits:
+            said.append(f"{pid}: supplier limits {a.supplier_limits or '{}'} -> {b.supplier_limits or '{}'}")
+        if a.email != b.email or a.name != b.name:
+            said.append(f"{pid}: name or email changed")
+        if a.password_hash != b.password_hash:
+            said.append(f"{pid}: password changed")
+    if old.two_person_threshold != new.two_person_threshold:
+        said.append(f"two-person threshold {old.two_person_threshold} -> {new.two_person_threshold}")
+
+    def key(d: Delegation) -> str:
+        return f"{d.from_} -> {d.to} {d.starts}..{d.ends}"
+
+    said.extend(
+        f"delegation added: {key(d)}" for d in new.delegations if key(d) not in {key(x) for x in old.delegations}
+    )
+    said.extend(
+        f"delegation removed: {key(d)}" for d in old.delegations if key(d) not in {key(x) for x in new.delegations}
+    )
+    return said
+
+
 def _highest(person: Person) -> float:
     return max([person.limit, *person.supplier_limits.values()])
 

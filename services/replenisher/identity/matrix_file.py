@@ -11,7 +11,7 @@ import logging
 import os
 from pathlib import Path
 
-from replenisher.domain.authority import AuthorityFileError, AuthorityMatrix, load_authority
+from replenisher.domain.authority import AuthorityFileError, AuthorityMatrix, changes_between, load_authority
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +22,7 @@ class MatrixFile:
         self._stamp = self._stat()
         self._matrix = load_authority(path)  # at start a mistake is fatal: AuthorityFileError
         self.error: str | None = None
+        self._events: list[tuple[str, str]] = []
 
     def _stat(self) -> tuple[int, int, int] | None:
         try:
@@ -35,10 +36,20 @@ class MatrixFile:
         if stamp != self._stamp:
             self._stamp = stamp
             try:
-                self._matrix = load_authority(self.path)
-                self.error = None
-                log.warning("authority matrix re-read from %s", self.path)
+                fresh = load_authority(self.path)
             except AuthorityFileError as e:
                 self.error = f"{e} (the last good matrix stays in force)"
+                self._events.append(("matrix_refused", self.error))
                 log.error("%s", self.error)
+                return self._matrix
+            changed = changes_between(self._matrix, fresh)
+            self._matrix, self.error = fresh, None
+            if changed:
+                self._events.append(("matrix_changed", "; ".join(changed)))
+            log.warning("authority matrix re-read from %s: %s", self.path, "; ".join(changed) or "no change")
         return self._matrix
+
+    def drain(self) -> list[tuple[str, str]]:
+        """What happened to the file since the last call: (event, what) for the audit log."""
+        events, self._events = self._events, []
+        return events
