@@ -17,11 +17,11 @@ import secrets
 
 from pydantic import BaseModel
 
+from replenisher.domain.arrival import Arrival
 from replenisher.domain.documents import (
     ApprovalDecision,
     ApprovalReminder,
     ApprovalRequest,
-    Arrival,
     new_approval_token,
 )
 from replenisher.domain.escalation import Reminder, ReminderSent

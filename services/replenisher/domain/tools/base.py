@@ -14,7 +14,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from replenisher.domain.documents import Arrival, Document, EventKind
+from replenisher.domain.arrival import Arrival
+from replenisher.domain.documents import Document, EventKind
 from replenisher.domain.escalation import Reminder, ReminderSent
 from replenisher.domain.ports import World
 from replenisher.domain.state import State
