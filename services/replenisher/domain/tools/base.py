@@ -112,6 +112,10 @@ class Wait(Tool[NoArgs], Generic[P]):
         (an operator on the internal ingress when not given)."""
         raise NotImplementedError
 
+    def still_waiting(self, state: State) -> bool:
+        """After `apply` took a message in: the wait goes on for the next (e.g. a second signature)."""
+        return False
+
 
 class Done(Tool[NoArgs]):
     name = "done"
