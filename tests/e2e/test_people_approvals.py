@@ -14,7 +14,6 @@ The matrix: a buyer up to 100, a plant manager up to 1,000, a director and a fin
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest_asyncio
 
 from e2e.scenario import JSON, Scenario, ok
 from replenisher.domain.authority import order_digest
-from support import RegisteredService, eventually
+from support import RegisteredService, eventually, with_people_file
 
 pytestmark = pytest.mark.e2e
 
@@ -65,16 +64,8 @@ async def people(
     service: RegisteredService, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[RegisteredService]:
     """This worker's service, restarted with the authority matrix; restarted without it after the module."""
-    matrix = tmp_path_factory.mktemp("people") / "people.toml"
-    matrix.write_text(PEOPLE)
-    env = service.process.env
-    env["REPLENISHER_PEOPLE_FILE"] = str(matrix)
-    try:
-        await asyncio.to_thread(service.restart)
-        yield service
-    finally:
-        env.pop("REPLENISHER_PEOPLE_FILE", None)
-        await asyncio.to_thread(service.restart)
+    async with with_people_file(service, tmp_path_factory.mktemp("people") / "people.toml", PEOPLE) as restarted:
+        yield restarted
 
 
 async def started(scenario: Scenario, price: float) -> str:

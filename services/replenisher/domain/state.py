@@ -53,6 +53,7 @@ class Approval(BaseModel):
     signatures: list[Signature] = Field(
         default_factory=list, description="each person's approval under the authority matrix, in the order given"
     )
+    still_needed: str = Field(default="", description="what the PO still needs after its first signature, in words")
 
 
 class ReplyFacts(BaseModel):

@@ -241,8 +241,9 @@ class WaitForApproval(Wait[ApprovalDecision]):
             return None
         assert standing is not None
         needed = standing.signatures_needed(order_total(approval))
-        if len(signed) < needed:
-            return f"{who} signed {request.po_number} ({len(signed)} of {needed}): {still_needed(approval, standing)}"
+        approval.still_needed = still_needed(approval, standing) if len(signed) < needed else ""
+        if approval.still_needed:
+            return f"{who} signed {request.po_number} ({len(signed)} of {needed}): {approval.still_needed}"
         return None
 
     @staticmethod
