@@ -1,11 +1,11 @@
 """Approvals bound to people, through the real stack: restate-server, the service, the world.
 
-The module restarts this worker's service with `REPLENISHER_PEOPLE_FILE` (the matrix below) for
-its tests, and back without it after them, even on failure: the runs the SKUs start meanwhile
-fix the matrix into their state. Each decision goes in through the SKU's address on the ingress
-(an operator tool, as `replenisher approve --as PERSON` sends it) with the one-time token from
-the manager's inbox and the digest of the PO from the run's view; every verdict is judged from
-the world's orders.
+The module restarts this worker's service with `REPLENISHER_PEOPLE_FILE` (`people_service`, the
+matrix `people.matrices.TEAM`) for its tests, and back without it after them, even on failure:
+the runs the SKUs start meanwhile fix the matrix into their state. Each decision goes in through
+the SKU's address on the ingress (an operator tool, as `replenisher approve --as PERSON` sends
+it) with the one-time token from the manager's inbox and the digest of the PO from the run's
+view; every verdict is judged from the world's orders.
 
 The matrix: a buyer up to 100, a plant manager up to 1,000, a director and a finance head up to
 10,000; orders above 1,000 need two people. The world quotes 95 units (4.00 a unit: 380; 20.00:
@@ -14,58 +14,15 @@ The matrix: a buyer up to 100, a plant manager up to 1,000, a director and a fin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from e2e.scenario import JSON, Scenario, ok
 from replenisher.domain.authority import order_digest
-from support import RegisteredService, eventually, with_people_file
+from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
-
-PEOPLE = """
-two_person_threshold = 1000
-
-[[people]]
-id = "bo"
-name = "Bo Buyer"
-email = "bo@plant.example"
-roles = ["approver"]
-limit = 100
-
-[[people]]
-id = "pia"
-name = "Pia Plant"
-email = "pia@plant.example"
-roles = ["approver"]
-limit = 1000
-
-[[people]]
-id = "dee"
-name = "Dee Director"
-email = "dee@plant.example"
-roles = ["approver"]
-limit = 10000
-
-[[people]]
-id = "cy"
-name = "Cy Finance"
-email = "cy@plant.example"
-roles = ["approver"]
-limit = 10000
-"""
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def people(
-    service: RegisteredService, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[RegisteredService]:
-    """This worker's service, restarted with the authority matrix; restarted without it after the module."""
-    async with with_people_file(service, tmp_path_factory.mktemp("people") / "people.toml", PEOPLE) as restarted:
-        yield restarted
 
 
 async def started(scenario: Scenario, price: float) -> str:
@@ -124,7 +81,7 @@ async def test_without_the_people_file_an_approval_naming_a_person_orders_as_bef
 
 
 async def test_a_buyer_below_the_total_is_refused_and_the_plant_manager_then_orders(
-    people: RegisteredService, scenario: Scenario
+    people_service: RegisteredService, scenario: Scenario
 ) -> None:
     run_id = await started(scenario, price=4.0)
     assert (await scenario.run_view(run_id))["state"]["people_matrix"] is True
@@ -139,7 +96,7 @@ async def test_a_buyer_below_the_total_is_refused_and_the_plant_manager_then_ord
 
 
 async def test_above_the_threshold_one_approval_orders_nothing_and_a_second_different_persons_does(
-    people: RegisteredService, scenario: Scenario
+    people_service: RegisteredService, scenario: Scenario
 ) -> None:
     run_id = await started(scenario, price=20.0)
     await approve(scenario, run_id, "dee")
@@ -158,7 +115,9 @@ async def test_above_the_threshold_one_approval_orders_nothing_and_a_second_diff
     assert [s["person"] for s in approval["signatures"]] == ["dee", "cy"]
 
 
-async def test_an_approval_of_an_earlier_revision_is_refused(people: RegisteredService, scenario: Scenario) -> None:
+async def test_an_approval_of_an_earlier_revision_is_refused(
+    people_service: RegisteredService, scenario: Scenario
+) -> None:
     run_id = await started(scenario, price=4.0)
     await approve(scenario, run_id, "pia", revision_back=1)
     await refused(scenario, run_id, "the approval is for other terms than the PO waiting")

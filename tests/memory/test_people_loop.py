@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date
 
+from people.matrices import people_toml
 from replenisher.domain.authority import AuthorityMatrix, parse_authority
 from replenisher.domain.documents import ApprovalDecision, Sender
 from replenisher.domain.policy import OfflinePolicy
@@ -20,37 +21,9 @@ from replenisher.in_memory.engine import run_in_memory
 from replenisher.in_memory.world import Clock, Inbox, MemoryWorld, SupplierSpec
 from replenisher.loop.request import Envelope
 
-PEOPLE = """
-[[people]]
-id = "bo"
-name = "Bo Buyer"
-email = "bo@plant.example"
-roles = ["approver"]
-limit = 100
-
-[[people]]
-id = "pia"
-name = "Pia Plant"
-email = "pia@plant.example"
-roles = ["approver"]
-limit = 1000
-
-[[people]]
-id = "dee"
-name = "Dee Director"
-email = "dee@plant.example"
-roles = ["approver"]
-limit = 5000
-
-[[people]]
-id = "cy"
-name = "Cy Finance"
-email = "cy@plant.example"
-roles = ["approver"]
-limit = 5000
-"""
-ONE = parse_authority(PEOPLE)
-TWO = parse_authority("two_person_threshold = 300\n" + PEOPLE)
+LIMITS = {"bo": 100.0, "pia": 1000.0, "dee": 5000.0, "cy": 5000.0}
+ONE = parse_authority(people_toml(LIMITS))
+TWO = parse_authority(people_toml(LIMITS, threshold=300))
 DAY = date(2026, 12, 7)
 
 

@@ -7,53 +7,17 @@ run made of each decision is judged from the world's orders and the run's own re
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 from operator_support import Cli, setup_lasting_quotes
 
 from e2e.scenario import Scenario
-from support import RegisteredService, eventually, with_people_file
+from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
 
-PEOPLE = """
-two_person_threshold = 1000
-
-[[people]]
-id = "bo"
-name = "Bo Buyer"
-email = "bo@plant.example"
-roles = ["approver"]
-limit = 100
-
-[[people]]
-id = "dee"
-name = "Dee Director"
-email = "dee@plant.example"
-roles = ["approver"]
-limit = 10000
-
-[[people]]
-id = "cy"
-name = "Cy Finance"
-email = "cy@plant.example"
-roles = ["approver"]
-limit = 10000
-"""
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def people(
-    service: RegisteredService, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[RegisteredService]:
-    async with with_people_file(service, tmp_path_factory.mktemp("people") / "people.toml", PEOPLE) as restarted:
-        yield restarted
-
 
 async def test_status_shows_the_signatures_and_what_is_needed_and_approve_as_signs_for_a_person(
-    people: RegisteredService, cli: Cli, scenario: Scenario
+    people_service: RegisteredService, cli: Cli, scenario: Scenario
 ) -> None:
     await setup_lasting_quotes(scenario, price=20.0)  # 95 x 20.00 = 1,900: above the threshold
     run_id = (await scenario.check())["started"]
@@ -90,7 +54,7 @@ async def test_status_shows_the_signatures_and_what_is_needed_and_approve_as_sig
 
 
 async def test_a_reject_as_an_approver_ends_the_run_with_no_order(
-    people: RegisteredService, cli: Cli, scenario: Scenario
+    people_service: RegisteredService, cli: Cli, scenario: Scenario
 ) -> None:
     await setup_lasting_quotes(scenario, price=4.0)
     run_id = (await scenario.check())["started"]

@@ -15,6 +15,7 @@ from datetime import date
 import pytest
 
 from domain.factories import stock
+from people.matrices import people_toml
 from replenisher.domain.arrival import Arrival
 from replenisher.domain.authority import AuthorityMatrix, Standing, parse_authority
 from replenisher.domain.documents import ApprovalDecision, ApprovalRequest, Sender
@@ -28,49 +29,12 @@ TOKEN = "t" * 40
 wait = WaitForApproval()
 
 MATRIX: AuthorityMatrix = parse_authority(
-    """
-two_person_threshold = 20000
-
-[[people]]
-id = "bo"
-name = "Bo Buyer"
-email = "bo@plant.example"
-roles = ["approver"]
-limit = 1000
-
-[[people]]
-id = "pia"
-name = "Pia Plant"
-email = "pia@plant.example"
-roles = ["approver"]
-limit = 20000
-
-[[people]]
-id = "dee"
-name = "Dee Director"
-email = "dee@plant.example"
-roles = ["approver"]
-limit = 100000
-
-[[people]]
-id = "cy"
-name = "Cy Finance"
-email = "cy@plant.example"
-roles = ["approver"]
-limit = 50000
-
-[[people]]
-id = "vic"
-name = "Vic Viewer"
-email = "vic@plant.example"
-roles = ["viewer"]
-
-[[delegations]]
-from = "dee"
-to = "pia"
-starts = 2026-12-07
-ends = 2026-12-11
-"""
+    people_toml(
+        {"bo": 1000, "pia": 20000, "dee": 100000, "cy": 50000},
+        threshold=20000,
+        viewers=("vic",),
+        extra='[[delegations]]\nfrom = "dee"\nto = "pia"\nstarts = 2026-12-07\nends = 2026-12-11\n',
+    )
 )
 
 
