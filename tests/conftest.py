@@ -23,6 +23,7 @@ import pytest_asyncio
 
 from e2e import crash_table
 from e2e.scenario import Scenario
+from people.matrices import TEAM
 from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.inbound.stamp import DOOR_KEY_ENV, write_new_door_key
 from replenisher.keepalive import RetryDroppedKeepAlive
@@ -40,6 +41,7 @@ from support import (
     inbound_endpoint,
     service_env,
     signed_world_env,
+    with_people_file,
 )
 
 RUNTIME_ENV = "REPLENISHER_TEST_RUNTIME"
@@ -170,6 +172,16 @@ def service(restate_runtime: RestateRuntime, world: HypercornApp, log_dir: Path)
     finally:
         _session_logs.pop("service", None)
         registered.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def people_service(
+    service: RegisteredService, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[RegisteredService]:
+    """This worker's service restarted with the team's authority matrix (`people.matrices.TEAM`) for
+    the module that asks for it, and without it after the module (see `with_people_file`)."""
+    async with with_people_file(service, tmp_path_factory.mktemp("people") / "people.toml", TEAM) as restarted:
+        yield restarted
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,8 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -191,6 +191,22 @@ class RegisteredService:
 
     def log_tail(self, lines: int = 40) -> str:
         return self.process.log_tail(lines)
+
+
+@asynccontextmanager
+async def with_people_file(service: RegisteredService, matrix: Path, text: str) -> AsyncIterator[RegisteredService]:
+    """The worker's service restarted with `REPLENISHER_PEOPLE_FILE` (the authority matrix `text`, written
+    to `matrix`), and restarted without it afterwards, even on failure. One Restate per worker routes
+    SkuAgent and Replenish to one deployment, so the people tests borrow it rather than start a second."""
+    await asyncio.to_thread(matrix.write_text, text)
+    env = service.process.env
+    env["REPLENISHER_PEOPLE_FILE"] = str(matrix)
+    try:
+        await asyncio.to_thread(service.restart)
+        yield service
+    finally:
+        env.pop("REPLENISHER_PEOPLE_FILE", None)
+        await asyncio.to_thread(service.restart)
 
 
 # Files through which crash tests arm kill points in the service and count its decisions

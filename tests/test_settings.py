@@ -91,6 +91,7 @@ def test_loaded_fields_are_not_variables_of_their_own(clean_env: pytest.MonkeyPa
         ("REPLENISHER_CLAUDE_MAX_TOKENS", "5", "greater than or equal to 64"),
         ("REPLENISHER_CALENDAR_FILE", "/no/such/calendar", "No such file"),
         ("REPLENISHER_DOOR_KEY_FILE", "/no/such/key", "REPLENISHER_DOOR_KEY_FILE"),
+        ("REPLENISHER_PEOPLE_FILE", "/no/such/people.toml", "cannot read the authority matrix"),
     ],
 )
 def test_a_bad_value_stops_the_start_naming_the_variable(
@@ -110,3 +111,29 @@ def test_a_compressed_clock_without_an_origin_starts_when_the_settings_were_read
     assert first.clock.origin.wall == first.started_at
     later = load_settings(started_at=first.started_at + 10)
     assert later.clock.origin.wall == first.started_at + 10, "each bootstrap has its own start, no process global"
+
+
+def test_a_people_file_is_loaded_into_the_parts_and_a_bad_one_stops_the_start(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The matrix is opt-in: without the variable there is none; with it, bootstrap hands it to the
+    parts; a file with a limit that is not a number stops the start with the file's own words."""
+    from replenisher.wiring import bootstrap
+
+    assert load_settings().people is None and bootstrap(load_settings()).authority is None
+    good = tmp_path / "people.toml"
+    good.write_text(
+        '[[people]]\nid = "ana"\nname = "Ana"\nemail = "ana@example.com"\nroles = ["approver"]\nlimit = 1000\n'
+    )
+    clean_env.setenv("REPLENISHER_PEOPLE_FILE", str(good))
+    parts = bootstrap(load_settings())
+    assert parts.authority is not None and parts.authority.person("ana").limit == 1000
+    bad = tmp_path / "bad.toml"
+    bad.write_text(good.read_text().replace("limit = 1000", 'limit = "lots"'))
+    clean_env.setenv("REPLENISHER_PEOPLE_FILE", str(bad))
+    with pytest.raises(SystemExit) as stopped:
+        load_settings()
+    assert str(stopped.value) == (
+        f"invalid replenisher settings: REPLENISHER_PEOPLE_FILE: {bad}: "
+        "person 'ana': limit: must be a number, got 'lots'"
+    )

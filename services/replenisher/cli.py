@@ -46,7 +46,7 @@ from replenisher.operations.restate.read_models import RunView
 from replenisher.operations.status import sku_status
 from replenisher.operations.timelines import load_timeline
 from replenisher.timeline.format import clock, duration, security_entry, security_tally, shorten
-from replenisher.timeline.model import decision_from_approval
+from replenisher.timeline.model import decision_from_approval, signed_by
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -320,6 +320,14 @@ def security_lines(record: SkuRecord, shown: int = 5) -> list[str]:
     return lines
 
 
+def signatures_line(approval: Any) -> str:
+    """Under the authority matrix: who has signed the pending PO and what it still needs."""
+    total = approval.request.quantity * approval.request.unit_price
+    if not approval.signatures:
+        return f"signed by nobody yet: needs an approver of the authority matrix whose limit covers {total:,.2f}"
+    return f"signed by {', '.join(signed_by(approval))}: {approval.still_needed or 'complete'}"
+
+
 def approval_story(approval: Any) -> str:
     """Who is asked now, which reminders went out, and whether it was escalated."""
     story = approval.approver
@@ -349,8 +357,12 @@ def _run_lines(sku: str, view: RunView | None, token: str, now: float) -> list[s
         )
         lines.append(f"  asked: {approval_story(approval)}")
         lines.append(f"  approval token: {token}")
+        if state.people_matrix:
+            lines.append(f"  {signatures_line(approval)}")
+        person = " --as PERSON" if state.people_matrix else ""
         lines.append(
-            f"  decide with: replenisher approve {sku} --up-to {r.unit_price:.2f}   (or: replenisher reject {sku})"
+            f"  decide with: replenisher approve {sku} --up-to {r.unit_price:.2f}{person}   "
+            f"(or: replenisher reject {sku}{person})"
         )
     elif (decision := decision_from_approval(approval)) is not None:
         lines.append(f"  decision: {decision.line()}")
@@ -370,6 +382,7 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
             note=args.note,
             by=args.by,
             token=args.token,
+            person=args.person,
             now=client.now(),
         )
     finally:
@@ -391,7 +404,12 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
 
     def human() -> str:
         lines = [f"{decided.po_number} {verdict}: delivered to {decided.routed_to or 'the SKU (kept: no run waits)'}"]
-        if state is not None:
+        still = state.approval if state is not None and decided.person is not None else None
+        if state is not None and still is not None and still.status == "pending":
+            if state.security.total > decided.refusals_before and state.security.recent:
+                lines.append(f"{decided.run_id} refused it: {state.security.recent[-1].what}")
+            lines.append(f"{decided.run_id} still waits: {signatures_line(still)}")
+        elif state is not None:
             waits = [t.turn for t in state.history if t.tool == "wait_for_approval"]
             since = [t for t in state.history if waits and t.turn >= waits[-1]]
             lines.append(f"{decided.run_id} read it and carried on:")
@@ -657,6 +675,13 @@ def parser() -> argparse.ArgumentParser:
         decision.add_argument("--token", help="the approval token `status` shows; refused if the request changed")
         decision.add_argument("--note", default="", help="a note for the record")
         decision.add_argument("--by", default="manager (cli)", help="who decides (default: manager (cli))")
+        decision.add_argument(
+            "--as",
+            dest="person",
+            metavar="PERSON",
+            help="the person of the authority matrix (REPLENISHER_PEOPLE_FILE) the decision is for; "
+            "sent with the digest of the PO as the run shows it",
+        )
         decision.add_argument("--no-wait", action="store_true", help="do not wait for the run to read the decision")
         decision.add_argument("--wait-seconds", type=float, default=30.0, help="how long to wait for that (30)")
 

@@ -25,6 +25,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from replenisher.addresses import DEFAULT_WORLD_URL
+from replenisher.domain.authority import AuthorityFileError, AuthorityMatrix, load_authority
 from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, Instant, load_calendar
 from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.waits import WaitDays
@@ -33,7 +34,7 @@ from replenisher.inbound.stamp import DoorKeyError, load_door_key
 # A 32-byte Ed25519 public key in base58, as restate-server logs it when it loads its private key.
 _PUBLIC_KEY = re.compile(r"publickeyv1_[1-9A-HJ-NP-Za-km-z]{32,44}")
 PREFIX = "REPLENISHER_"
-LOADED = frozenset({"calendar", "door_key", "started_at"})
+LOADED = frozenset({"calendar", "door_key", "people", "started_at"})
 """Fields no variable sets: loaded from the file a variable names, or taken when the settings are read."""
 
 
@@ -65,6 +66,10 @@ class Settings(BaseSettings):
     # sender stated on `deliver` counts only under its stamp. None: every stated sender is an operator's say.
     door_key_file: str | None = None
     door_key: SecretBytes | None = Field(default=None, description="loaded from door_key_file")
+    # The authority matrix (REPLENISHER_PEOPLE_FILE, docs/operating/people.md): with it, runs started
+    # from then on accept an approval only from a person whose limit covers the order. None: as before.
+    people_file: str | None = None
+    people: AuthorityMatrix | None = Field(default=None, description="loaded from people_file")
     # The Claude decider (REPLENISHER_DECIDER=claude); see docs/agent/claude.md.
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = None
@@ -195,4 +200,9 @@ def load_settings(**given: Any) -> Settings:
             loaded["door_key"] = SecretBytes(load_door_key(Path(s.door_key_file)))
         except DoorKeyError as e:
             raise SystemExit(f"invalid replenisher settings: REPLENISHER_DOOR_KEY_FILE: {e}") from e
+    if s.people_file and "people" not in given:
+        try:
+            loaded["people"] = load_authority(Path(s.people_file))
+        except AuthorityFileError as e:
+            raise SystemExit(f"invalid replenisher settings: REPLENISHER_PEOPLE_FILE: {e}") from e
     return s.model_copy(update=loaded) if loaded else s

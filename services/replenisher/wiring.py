@@ -35,6 +35,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from replenisher.config import Settings, load_settings
+from replenisher.domain.authority import AuthorityMatrix
 from replenisher.domain.costs import ModelPrice
 from replenisher.domain.decisions import Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.extraction import OfflineReplyReader
@@ -91,6 +92,7 @@ class Wiring:
         http: LoopClient | None = None,
         clock: Clock | None = None,
         archive: ArchiveFor | None = None,
+        authority: AuthorityMatrix | None = None,
     ) -> None:
         self.settings: Settings = settings if settings is not None else load_settings()
         # A run's parts by its pinned terms, shared by the runs that have the same.
@@ -99,6 +101,9 @@ class Wiring:
         """The wall clock: the worlds' (the tools stamp their results with it) and the durable steps'."""
         self.archive: ArchiveFor | None = archive
         """Where runs keep their archives; None: the engine's own (Restate's run state, then `RunArchive`)."""
+        self.authority: AuthorityMatrix | None = authority if authority is not None else self.settings.people
+        """The authority matrix (`REPLENISHER_PEOPLE_FILE`): in force for the runs started while it is
+        given, which then read each approver's standing from it as their decisions arrive. None: opt out."""
         if decider is not None:
             self.decider = decider
         if reader is not None:
@@ -237,7 +242,7 @@ class Wiring:
 
 
 bootstrap = Wiring
-"""`bootstrap(settings=None, *, decider=, reader=, world=, http=, clock=, archive=)`: an app's parts,
+"""`bootstrap(settings=None, *, decider=, reader=, world=, http=, clock=, archive=, authority=)`: an app's parts,
 those given, the rest built (on first use) from `settings`, by default the environment's now
 (`load_settings`: a bad value stops here, naming its variable)."""
 

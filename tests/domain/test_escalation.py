@@ -7,8 +7,9 @@ from pydantic import ValidationError
 
 from domain.factories import T0, stock
 from replenisher.config import Settings
+from replenisher.domain.arrival import Arrival
 from replenisher.domain.calendar import BusinessCalendar, ClockOrigin, utc_instant
-from replenisher.domain.documents import ApprovalDecision, ApprovalReminder, ApprovalRequest, Arrival, Sender
+from replenisher.domain.documents import ApprovalDecision, ApprovalReminder, ApprovalRequest, Sender
 from replenisher.domain.escalation import ApprovalPolicy, ReminderSent
 from replenisher.domain.state import Approval, State
 from replenisher.domain.tools.approval import Escalated, WaitForApproval

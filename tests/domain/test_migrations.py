@@ -31,7 +31,7 @@ def test_a_sku_record_written_by_version_1_reads_as_the_current_version() -> Non
 def test_a_run_state_written_by_version_1_reads_as_the_current_version() -> None:
     raw = (FIXTURES / "replenish_state_v1.json").read_text()
     state = State.model_validate_json(raw)
-    assert state.schema_version == STATE_SCHEMA_VERSION == 7
+    assert state.schema_version == STATE_SCHEMA_VERSION == 8
     assert state.failed_status_checks == 1 and state.order_status == "unknown"
     # v3's clock starts at the latest time v1 recorded, so quotes are judged as of then.
     assert state.now == max(t for t in (state.started_at, state.ordered_at, state.last_chase_at) if t is not None)
@@ -40,6 +40,30 @@ def test_a_run_state_written_by_version_1_reads_as_the_current_version() -> None
     assert CheckOrderStatus().delay_days(state) == state.waits.status_recheck
     # It started before deciders were pinned: its state says so rather than inventing one.
     assert state.decider is None
+    # It started before approvals were bound to people: no matrix, as it ran.
+    assert state.people_matrix is False
+
+
+def test_a_version_7_approval_reads_without_a_matrix_or_signatures() -> None:
+    """v8 binds approvals to people; a v7 state waiting on an approval reads as it was: no matrix in force."""
+    raw = json.loads((FIXTURES / "replenish_state_v1.json").read_text())
+    current = json.loads(State.model_validate(raw).model_dump_json())
+    request = {
+        "po_number": "PO-1",
+        "sku": current["sku"],
+        "supplier": "acme",
+        "quantity": 10,
+        "unit_price": 2.5,
+        "quote_id": "Q-1",
+        "expires_at": 1.0,
+        "token": "t",
+        "run_id": current["run_id"],
+    }
+    v7 = {k: v for k, v in current.items() if k != "people_matrix"}
+    v7 |= {"schema_version": 7, "approval": {"request": request, "requested_at": 0.0, "status": "pending"}}
+    state = State.model_validate(v7)
+    assert state.schema_version == 8 and state.people_matrix is False
+    assert state.approval is not None and state.approval.signatures == []
 
 
 def test_a_record_from_newer_code_is_refused_rather_than_misread() -> None:

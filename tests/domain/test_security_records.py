@@ -9,7 +9,8 @@ from tests.domain.factories import T0, new_state, reply, stock
 from tests.domain.test_security_log import exact
 
 from replenisher.deciders.prompt import render_state, untrusted_texts
-from replenisher.domain.documents import Arrival, OrderAck, PurchaseOrder, Sender, SupplierReply
+from replenisher.domain.arrival import Arrival
+from replenisher.domain.documents import OrderAck, PurchaseOrder, Sender, SupplierReply
 from replenisher.domain.extraction import extract_reply_facts
 from replenisher.domain.outcomes import result_of
 from replenisher.domain.security import SecurityNotes

@@ -7,7 +7,8 @@ from pydantic import ValidationError
 from tests.domain.factories import T0, approval, goods, reply
 from tests.domain.test_tools import ordered, requested
 
-from replenisher.domain.documents import Arrival, GoodsReceipt, Sender
+from replenisher.domain.arrival import Arrival
+from replenisher.domain.documents import GoodsReceipt, Sender
 from replenisher.domain.security import WITHHELD, receipt_refusal, redacted_payload
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.tools.approval import WaitForApproval, same_token

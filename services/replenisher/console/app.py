@@ -303,12 +303,12 @@ class Console:
 
     async def approve(self, request: Request, seen: Seen) -> Response:
         form = await form_of(request)
-        by = MANAGER
+        by, person_id = MANAGER, None
         if self.sign_in is not None:
             # Signed in: only a person who may approve, from a page of this console's, for this session.
             person = self.sign_in.require(request, "approve")
             self.sign_in.check_post(request, form)
-            by = f"{person.id} (console)"
+            by, person_id = f"{person.id} (console)", person.id
             refused = await self.beyond_authority(request, seen, person, form)
             if refused is not None:
                 return refused
@@ -348,6 +348,7 @@ class Console:
                 up_to=up_to,
                 note=form.get("note", "")[:2000],
                 by=by,
+                person=person_id,  # a run under the matrix checks the person, and the PO's digest sent with it
                 token=form["token"],
                 now=self.now(),
             )

@@ -28,7 +28,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from replenisher.domain.documents import SupplierId
+from replenisher.domain.documents import PersonId, SupplierId
 
 Role = Literal["approver", "operator", "viewer", "admin"]
 Action = Literal["view", "approve", "operate", "administer"]
@@ -41,8 +41,6 @@ ROLE_ACTIONS: dict[Role, frozenset[Action]] = {
 """What each role lets a person do. `admin` does not imply `approve`: whoever keeps the
 matrix should not be able to grant themselves the money it guards."""
 
-PersonId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9._\-]*$")]
-"""A short, lower-case handle (`ana`, `p.meyer`): what the audit log and the approvals record."""
 Email = Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 PasswordHash = Annotated[
     str, Field(max_length=400, pattern=r"^\$argon2(id|i|d)\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$")
@@ -225,29 +223,30 @@ class AuthorityMatrix(BaseModel):
 
     # --- the rules --------------------------------------------------------------------------
 
+    def standing(self, person_id: str, day: date) -> Standing:
+        """What `person_id` may approve on site date `day`, read out of the matrix: their own limits,
+        those of each person away that day they act for, and the two-person threshold. All a run
+        needs to judge their decision, so it can keep it (journaled) and never read the file again."""
+        person = self.find(person_id)
+        if person is None:
+            return Standing(person=person_id, day=day, two_person_threshold=self.two_person_threshold)
+        return Standing(
+            person=person.id,
+            day=day,
+            known=True,
+            own=Limits.of(person),
+            acting_for=tuple(
+                Limits.of(self.person(d.from_), acting_for=d.from_)
+                for d in self.delegations
+                if d.to == person.id and d.active_on(day)
+            ),
+            two_person_threshold=self.two_person_threshold,
+        )
+
     def authority(self, person_id: str, total: float, supplier: str, day: date) -> Authority | Refusal:
         """May `person_id` approve an order of `total` from `supplier` on site date `day`? The
         widest authority they hold that day: their own limit, or that of someone they stand in for."""
-        person = self.find(person_id)
-        if person is None:
-            return Refusal(reason=f"{person_id!r} is not one of the people in the authority matrix")
-        options = [Authority(person=person.id, limit=person.own_limit(supplier))]
-        for d in self.delegations:
-            if d.to == person.id and d.active_on(day):
-                options.append(
-                    Authority(person=person.id, limit=self.person(d.from_).own_limit(supplier), acting_for=d.from_)
-                )
-        covering = [a for a in options if a.limit >= total]
-        if covering:
-            # The narrowest authority that covers it: acting for someone else only when one's own falls short.
-            return min(covering, key=lambda a: (a.acting_for is not None, a.limit))
-        if not person.may("approve") and len(options) == 1:
-            return Refusal(reason=f"{person.id} does not have the approver role")
-        widest = max(options, key=lambda a: a.limit)
-        acting = f" (acting for {widest.acting_for})" if widest.acting_for else ""
-        return Refusal(
-            reason=f"the order's total {total:,.2f} is above {person.id}'s limit of {widest.limit:,.2f}{acting}"
-        )
+        return self.standing(person_id, day).authority(total, supplier)
 
     def approvers_for(self, total: float, supplier: str, day: date) -> list[PersonId]:
         """Who to ask, in order: people whose own limit covers the total, lowest limit first (the
@@ -277,18 +276,8 @@ class AuthorityMatrix(BaseModel):
         at: float,
     ) -> tuple[Signature, ...] | Refusal:
         """Add `person_id`'s approval to those a PO already has, or say why not. Nothing changes on a refusal."""
-        if digest != expected_digest:
-            return Refusal(reason="the approval is for other terms than the PO waiting (re-quoted or changed)")
-        if any(s.person == person_id for s in signatures):
-            return Refusal(reason=f"{person_id} has already approved this PO; a second signature must be someone else")
-        if len(signatures) >= self.signatures_needed(total):
-            return Refusal(reason="this PO already has all the signatures it needs")
-        granted = self.authority(person_id, total, supplier, day)
-        if isinstance(granted, Refusal):
-            return granted
-        return (
-            *signatures,
-            Signature(person=granted.person, limit=granted.limit, acting_for=granted.acting_for, digest=digest, at=at),
+        return self.standing(person_id, day).sign(
+            signatures, total=total, supplier=supplier, digest=digest, expected_digest=expected_digest, at=at
         )
 
     def approved(self, signatures: tuple[Signature, ...], total: float, digest: str) -> bool:
@@ -330,6 +319,102 @@ def changes_between(old: AuthorityMatrix, new: AuthorityMatrix) -> list[str]:
         f"delegation removed: {key(d)}" for d in old.delegations if key(d) not in {key(x) for x in new.delegations}
     )
     return said
+
+
+class Limits(BaseModel):
+    """One person's limits as the matrix set them: theirs, or those of someone they act for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    approver: bool = Field(description="holds the `approver` role (else every limit is 0)")
+    limit: float = 0.0
+    supplier_limits: dict[str, float] = Field(default_factory=dict)
+    acting_for: PersonId | None = None
+
+    @classmethod
+    def of(cls, person: Person, acting_for: str | None = None) -> Limits:
+        approver = person.may("approve")
+        return cls(
+            approver=approver,
+            limit=person.limit if approver else 0.0,
+            supplier_limits=dict(person.supplier_limits) if approver else {},
+            acting_for=acting_for,
+        )
+
+    def for_supplier(self, supplier: str) -> float:
+        if not self.approver:
+            return 0.0
+        return self.supplier_limits.get(supplier, self.limit)
+
+
+class Standing(BaseModel):
+    """One person's standing in the matrix on one site date (`AuthorityMatrix.standing`): read where
+    a decision arrives and journaled with it, so a run judges it the same on every replay."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    person: str = Field(max_length=64)
+    day: date
+    known: bool = Field(default=False, description="one of the people in the matrix")
+    own: Limits = Field(default_factory=lambda: Limits(approver=False))
+    acting_for: tuple[Limits, ...] = Field(default=(), description="for each person away that day they stand in for")
+    two_person_threshold: float | None = None
+
+    @property
+    def approver(self) -> bool:
+        """May decide on a purchase at all: holds the approver role, or acts for someone who does."""
+        return self.known and (self.own.approver or any(a.approver for a in self.acting_for))
+
+    def signatures_needed(self, total: float) -> int:
+        threshold = self.two_person_threshold
+        return 2 if threshold is not None and total > threshold else 1
+
+    def authority(self, total: float, supplier: str) -> Authority | Refusal:
+        """The narrowest authority this person holds that covers `total` from `supplier`, or why none does."""
+        if not self.known:
+            return Refusal(reason=f"{self.person!r} is not one of the people in the authority matrix")
+        options = [
+            Authority(person=self.person, limit=limits.for_supplier(supplier), acting_for=limits.acting_for)
+            for limits in (self.own, *self.acting_for)
+        ]
+        covering = [a for a in options if a.limit >= total]
+        if covering:
+            # The narrowest authority that covers it: acting for someone else only when one's own falls short.
+            return min(covering, key=lambda a: (a.acting_for is not None, a.limit))
+        if not self.own.approver and len(options) == 1:
+            return Refusal(reason=f"{self.person} does not have the approver role")
+        widest = max(options, key=lambda a: a.limit)
+        acting = f" (acting for {widest.acting_for})" if widest.acting_for else ""
+        return Refusal(
+            reason=f"the order's total {total:,.2f} is above {self.person}'s limit of {widest.limit:,.2f}{acting}"
+        )
+
+    def sign(
+        self,
+        signatures: tuple[Signature, ...],
+        *,
+        total: float,
+        supplier: str,
+        digest: str | None,
+        expected_digest: str,
+        at: float,
+    ) -> tuple[Signature, ...] | Refusal:
+        """Add this person's approval to those a PO already has, or say why not. Nothing changes on a refusal."""
+        if digest != expected_digest:
+            return Refusal(reason="the approval is for other terms than the PO waiting (re-quoted or changed)")
+        if any(s.person == self.person for s in signatures):
+            return Refusal(
+                reason=f"{self.person} has already approved this PO; a second signature must be someone else"
+            )
+        if len(signatures) >= self.signatures_needed(total):
+            return Refusal(reason="this PO already has all the signatures it needs")
+        granted = self.authority(total, supplier)
+        if isinstance(granted, Refusal):
+            return granted
+        return (
+            *signatures,
+            Signature(person=granted.person, limit=granted.limit, acting_for=granted.acting_for, digest=digest, at=at),
+        )
 
 
 def _highest(person: Person) -> float:

@@ -39,10 +39,24 @@ PoNumber = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[!-~][ 
 ExternalId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/#\-]*$")]
 """An identifier another system chose (a quote, an order at the supplier, a goods receipt): a
 token of plain characters, so it cannot carry a sentence, markup or invisible characters."""
+PersonId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9._\-]*$")]
+"""A person of the authority matrix: a short, lower-case handle (`ana`, `p.meyer`), what the audit log
+and the approvals record (`replenisher.domain.authority`)."""
+Digest = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9a-f]+$")]
+"""What an approval approves, as `authority.order_digest` hashes a PO's terms."""
 PersonName = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")]
 """Who decided, as the deciding side names them: short, one line, no control characters."""
 Quantity = Annotated[int, Field(gt=0, le=1_000_000)]
 Price = Annotated[float, Field(gt=0, le=1_000_000)]
+
+
+def without_unset(data: dict[str, Any], *fields: str) -> dict[str, Any]:
+    """`data` without those of `fields` that are None: a model's optional field added later is written
+    only when set, so payloads, records and journals without it keep their bytes."""
+    for name in fields:
+        if data.get(name) is None:
+            data.pop(name, None)
+    return data
 
 
 class Document(BaseModel):
@@ -185,6 +199,15 @@ class ApprovalDecision(PartyMessage):
     up_to: Price | None = Field(default=None, description="highest unit price approved")
     by: PersonName = "manager"
     note: str = Field(default="", max_length=2000)
+    person: PersonId | None = Field(
+        default=None, description="the person of the authority matrix who decides (checked against it by the run)"
+    )
+    digest: Digest | None = Field(default=None, description="order_digest of the PO's terms the person approves")
+
+    @model_serializer(mode="wrap")
+    def _without_unnamed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written as before when no person is named: decisions without one keep their bytes.
+        return without_unset(handler(self), "person", "digest")
 
 
 class SupplierReply(PartyMessage):
@@ -234,10 +257,7 @@ class Sender(Document):
     @model_serializer(mode="wrap")
     def _without_unsaid(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Written as before when nothing was said: records and journals keep their bytes.
-        data: dict[str, Any] = handler(self)
-        if data.get("said") is None:
-            data.pop("said", None)
-        return data
+        return without_unset(handler(self), "said")
 
     @property
     def label(self) -> str:
@@ -254,10 +274,3 @@ class Sender(Document):
 
 
 OPERATOR = Sender(party=OPERATOR_PARTY)
-
-
-class Arrival(Document):
-    """Who a message came from and when it arrived at the SKU's address."""
-
-    sender: Sender = OPERATOR
-    at: float | None = None

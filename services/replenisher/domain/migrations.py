@@ -144,6 +144,15 @@ def _state_v6_to_v7(raw: Raw) -> Raw:
     return {**rest, "security": {"total": len(events), "recent": _old_entries(events, 1), "dropped": {}}}
 
 
+def _state_v7_to_v8(raw: Raw) -> Raw:
+    # v8 may bind approvals to people of an authority matrix fixed at the run's start, each
+    # signature kept on the approval. A run written before had no matrix: no signatures.
+    approval = raw.get("approval")
+    if isinstance(approval, dict):
+        raw = {**raw, "approval": {**approval, "signatures": approval.get("signatures", [])}}
+    return {**raw, "people_matrix": raw.get("people_matrix", False)}
+
+
 STATE_STEPS: dict[int, Step] = {
     1: _state_v1_to_v2,
     2: _state_v2_to_v3,
@@ -151,4 +160,5 @@ STATE_STEPS: dict[int, Step] = {
     4: _state_v4_to_v5,
     5: _state_v5_to_v6,
     6: _state_v6_to_v7,
+    7: _state_v7_to_v8,
 }

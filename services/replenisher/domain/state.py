@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from replenisher.domain.authority import Signature
 from replenisher.domain.calendar import BusinessCalendar, CalendarClock, ClockOrigin
 from replenisher.domain.costs import CostLedger, ModelPrice, TokenUsage
 from replenisher.domain.documents import (
@@ -29,7 +30,7 @@ from replenisher.domain.promises import PromiseClaim
 from replenisher.domain.security_log import SecurityLog
 from replenisher.domain.waits import WaitDays
 
-STATE_SCHEMA_VERSION = 7
+STATE_SCHEMA_VERSION = 8
 
 OrderStatus = Literal["none", "placed", "unknown", "not_found", "cancelled"]
 ApprovalStatus = Literal["pending", "approved", "rejected", "timed_out"]
@@ -49,6 +50,10 @@ class Approval(BaseModel):
     approver: str = Field(default=PRIMARY_APPROVER, description="who the current request asks")
     reminded: list[float] = Field(default_factory=list, description="reminder points of the current window, done")
     escalated_at: float | None = Field(default=None, description="when the request went to the backup approver")
+    signatures: list[Signature] = Field(
+        default_factory=list, description="each person's approval under the authority matrix, in the order given"
+    )
+    still_needed: str = Field(default="", description="what the PO still needs after its first signature, in words")
 
 
 class ReplyFacts(BaseModel):
@@ -147,6 +152,9 @@ class State(BaseModel):
     now: float = Field(default=0.0, description="the run's clock: the latest journaled time it read")
     clock: CalendarClock = Field(description="the site calendar and the wall-to-calendar mapping, fixed at the start")
     approval_policy: ApprovalPolicy = Field(description="reminders and the backup approver, fixed at the start")
+    people_matrix: bool = Field(
+        default=False, description="an authority matrix was in force at the start: approvals must name a person"
+    )
 
     quotes: list[Quote] = Field(default_factory=list)
     quote_rounds: int = 0

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 from restate import Context, SendHandle
 from restate.serde import PydanticJsonSerde
 
-from replenisher.domain.documents import EventKind, Sender
+from replenisher.domain.authority import Standing
+from replenisher.domain.documents import EventKind, Sender, without_unset
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes
 from replenisher.domain.sku import SkuRecord
@@ -64,6 +65,14 @@ class Message(BaseModel):
     payload: dict[str, Any]
     sender: Sender | None = Field(default=None, description="None: an operator on the internal ingress")
     arrived_at: float | None = Field(default=None, description="when it reached the SKU's address")
+    standing: Standing | None = Field(
+        default=None, description="the deciding person's standing in the authority matrix, read as it arrived"
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_standing(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Sent as before when no standing was read: journals of messages without one keep their bytes.
+        return without_unset(handler(self), "standing")
 
 
 class RoutedQuery(BaseModel):

@@ -56,7 +56,9 @@ async def deliver(ctx: WorkflowSharedContext, message: Message) -> None:
     """Resolve the promise the run waits on (or will wait on) for this message."""
     if message.seq < 0:
         raise bad_request("seq must not be negative")
-    envelope = Envelope(payload=message.payload, sender=message.sender, arrived_at=message.arrived_at)
+    envelope = Envelope(
+        payload=message.payload, sender=message.sender, arrived_at=message.arrived_at, standing=message.standing
+    )
     await ctx.promise(names.message_promise(message.event, message.seq), type_hint=dict).resolve(
         envelope.model_dump(mode="json")
     )

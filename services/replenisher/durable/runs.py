@@ -29,6 +29,7 @@ def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedO
         decider_terms=wiring().decider_terms(),
         adopt=adopt,
         started_at=at,
+        people_matrix=True if wiring().authority is not None else None,
     )
 
 

@@ -19,9 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from restate import ObjectContext, ObjectSharedContext
 from restate.exceptions import TerminalError
 
+from replenisher.domain.authority import Standing
 from replenisher.domain.documents import (
     EVENT_PAYLOADS,
     SKU_ID,
+    ApprovalDecision,
     EventKind,
     GoodsReceipt,
     Sender,
@@ -265,7 +267,10 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
     routed = record.route(delivery.event, redacted_payload(payload), arrived_at, sender)
     if routed is not None:
         assert record.active is not None
-        message = Message(event=routed.event, seq=routed.seq, payload=payload, sender=sender, arrived_at=arrived_at)
+        standing = await standing_of(ctx, document, arrived_at) if isinstance(document, ApprovalDecision) else None
+        message = Message(
+            event=routed.event, seq=routed.seq, payload=payload, sender=sender, arrived_at=arrived_at, standing=standing
+        )
         DELIVER_TO_RUN.send(ctx, record.active.run_id, message)
     ctx.set(RECORD, record)
     return Delivered(
@@ -275,6 +280,21 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
         seq=routed.seq if routed else None,
         kept=routed is None,
     )
+
+
+async def standing_of(ctx: ObjectContext, decision: ApprovalDecision, arrived_at: float) -> Standing | None:
+    """The standing of the person a decision names, read from the authority matrix on the site date it
+    arrived, as a journaled step: a replay reads the same standing even if the file changed since.
+    None when it names no one or this service has no matrix (a run that needs one then refuses it)."""
+    matrix = wiring().authority
+    if decision.person is None or matrix is None:
+        return None
+    person, day = decision.person, settings().clock.local(arrived_at).date()
+
+    async def read() -> Standing:
+        return matrix.standing(person, day)
+
+    return await step(ctx, names.standing(person), Standing, read)
 
 
 def door_key() -> bytes | None:

@@ -157,9 +157,13 @@ async def run_in_memory(
     run_number: int = 1,
     on_hand: int = 5,
     until: Callable[[State], bool] | None = None,
+    people_matrix: bool | None = None,
 ) -> Run:
+    """`people_matrix`: the run starts with an authority matrix in force (its approvals must name people)."""
     stock = StockLevel(sku=SKU, on_hand=on_hand, safety_stock=20, target_stock=100, suppliers=suppliers)
-    request = RunRequest(stock=stock, day_seconds=DAY, memory=memory, decider_terms=terms or DeciderTerms())
+    request = RunRequest(
+        stock=stock, day_seconds=DAY, memory=memory, decider_terms=terms or DeciderTerms(), people_matrix=people_matrix
+    )
     engine = MemoryEngine(run_id_of(SKU, run_number), decider, world, inbox, until=until)
     sink = MemorySink()
     try:

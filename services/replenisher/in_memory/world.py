@@ -45,6 +45,7 @@ from replenisher.domain.extraction import OfflineReplyReader
 from replenisher.domain.ports import Rejected, ReplyReader
 from replenisher.domain.state import State
 from replenisher.domain.tools import Wait
+from replenisher.loop.request import Envelope
 from simulated_world.calls import CallRecord, Service
 from simulated_world.clock import Clock as WorldClock
 from simulated_world.erp import ItemSetup
@@ -366,22 +367,25 @@ class Inbox:
 
     `reply_text` is the text of the next reply of the supplier the run ordered from (the world's
     `reply_text` fault); `manager_limit` the manager's budget (above it, a request is rejected);
-    `forged_approvals` come from outside the world, ahead of anything it sends."""
+    `forged_approvals` come from outside the world, ahead of anything it sends: a bare decision (an
+    operator's), a whole envelope (a sender, the person's standing), or one made from the run's state
+    as it waits (to carry its token and the digest of the PO it waits on)."""
 
     world: MemoryWorld
     manager_limit: float | None = None
     reply_text: str | None = None
-    forged_approvals: list[ApprovalDecision] = field(default_factory=list)
+    forged_approvals: list[ApprovalDecision | Envelope | Callable[[State], Envelope]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.manager_limit is not None:
             self.world.core.set_policy(ManagerPolicy(max_unit_price=self.manager_limit, over_budget="reject"))
 
-    def next(self, tool: Wait[Any], state: State) -> Payload | None:
+    def next(self, tool: Wait[Any], state: State) -> Payload | Envelope | None:
         world, clock = self.world, self.world.clock
         if tool.event == "approval" and self.forged_approvals:
             clock.advance(0.1)
-            return self.forged_approvals.pop(0)
+            forged = self.forged_approvals.pop(0)
+            return forged(state) if callable(forged) else forged
         about = state.approval.request.po_number if tool.event == "approval" and state.approval else None
         if tool.event != "approval" and state.order is not None:
             about = state.order.po_number

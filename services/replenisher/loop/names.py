@@ -94,6 +94,11 @@ def receipt_lookup(receipt_id: str) -> str:
     return f"look up receipt {receipt_id}"
 
 
+def standing(person: str) -> str:
+    """The step that reads an approver's standing from the authority matrix, as their decision arrives."""
+    return f"standing of {person}"
+
+
 def target(service: str, key: str, handler: str) -> str:
     """A call's target as Restate records it: `Replenish/<run id>/run`."""
     return f"{service}/{key}/{handler}"

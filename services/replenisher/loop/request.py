@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
+from replenisher.domain.arrival import Arrival
+from replenisher.domain.authority import Standing
 from replenisher.domain.calendar import BusinessCalendar, CalendarClock, ClockOrigin
 from replenisher.domain.decisions import DeciderTerms
-from replenisher.domain.documents import OPERATOR, Arrival, EventKind, OrderAck, PurchaseOrder, Sender, StockLevel
+from replenisher.domain.documents import (
+    OPERATOR,
+    EventKind,
+    OrderAck,
+    PurchaseOrder,
+    Sender,
+    StockLevel,
+    without_unset,
+)
 from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.state import OrderProgress
@@ -44,6 +54,16 @@ class RunRequest(BaseModel):
         description="the SKU's journaled clock when it started the run: the run's first reading, without a "
         "`timestamp` entry of its own; absent (requests from before it), the run reads the clock itself",
     )
+    people_matrix: bool | None = Field(
+        default=None,
+        description="an authority matrix was in force when the run started: its approvals must name a person "
+        "whose limit covers the order (REPLENISHER_PEOPLE_FILE); absent: approvals are checked as before",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Sent as before without a matrix: a replayed start compares equal with the journal's.
+        return without_unset(handler(self), "people_matrix")
 
 
 class Envelope(BaseModel):
@@ -56,16 +76,21 @@ class Envelope(BaseModel):
     payload: dict[str, Any]
     sender: Sender | None = None
     arrived_at: float | None = None
+    standing: Standing | None = Field(default=None, description="the deciding person's standing, read as it arrived")
+
+    @model_serializer(mode="wrap")
+    def _without_standing(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return without_unset(handler(self), "standing")
 
     @classmethod
     def read(cls, raw: Any) -> Envelope:
-        if isinstance(raw, dict) and "payload" in raw and set(raw) <= {"payload", "sender", "arrived_at"}:
+        if isinstance(raw, dict) and "payload" in raw and set(raw) <= {"payload", "sender", "arrived_at", "standing"}:
             return cls.model_validate(raw)
         return cls.model_validate({"payload": raw})
 
     @property
     def arrival(self) -> Arrival:
-        return Arrival(sender=self.sender or OPERATOR, at=self.arrived_at)
+        return Arrival(sender=self.sender or OPERATOR, at=self.arrived_at, standing=self.standing)
 
 
 class CurrentWait(BaseModel):

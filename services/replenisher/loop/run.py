@@ -71,6 +71,8 @@ def start(run_id: str, request: RunRequest, now: float) -> State:
         approval_policy=request.approval_policy,
     )
     state.memory = request.memory
+    # An authority matrix in force at the start binds the run's approvals to people to its end.
+    state.people_matrix = bool(request.people_matrix)
     # The decider fixed at the run's start (the engine asks it); a request from before
     # pinning has none, and the run follows the service's decider as it always did.
     state.decider = request.decider_terms if request.decider_terms.decider else None
@@ -113,11 +115,12 @@ async def wait(engine: Engine, tool: Wait[Any], state: State) -> str:
     PO), is consumed and recorded as a security event, and the wait goes on: no message can
     fail the run or spend its turns.
     """
+    notes: list[str] = []
     while True:
         seq = state.next_message_number(tool.event)
         raw = await next_message(engine, tool, state, seq)
         if raw is None:
-            return tool.apply(state, None)
+            return told(notes, tool.apply(state, None))
         state.mark_consumed(tool.event)
         # Who sent it and when, as the SKU's address stamped it: unknown only if the envelope is broken.
         source, at = UNKNOWN_SOURCE, None
@@ -133,10 +136,27 @@ async def wait(engine: Engine, tool: Wait[Any], state: State) -> str:
         else:
             refused = tool.refusal(state, payload, arrival)
             if refused is None:
-                return tool.apply(state, payload, arrival)
+                summary = tool.apply(state, payload, arrival)
+                if not tool.still_waiting(state):
+                    return told(notes, summary)
+                # Counted, and the wait goes on (a first of two signatures, a person the matrix refused).
+                notes.append(summary)
+                engine.checkpoint(state)
+                continue
         # Seen now, in the run's view and on the SKU's record, not when the wait ends.
         state.record_security_event(source, refused, at)
         engine.checkpoint(state)
+
+
+MAX_NOTES = 5
+
+
+def told(notes: list[str], summary: str) -> str:
+    """The wait's summary, after what it took in on the way (the first few of it, and how many more)."""
+    if not notes:
+        return summary
+    shown = notes[:MAX_NOTES] + ([f"{len(notes) - MAX_NOTES} more"] if len(notes) > MAX_NOTES else [])
+    return "; ".join([*shown, summary])
 
 
 async def next_message(engine: Engine, tool: Wait[Any], state: State, seq: int) -> bytes | None:

@@ -44,6 +44,8 @@ class Decided(BaseModel):
     )
     service_down_since: float | None = None
     fresh_quotes: bool = Field(default=False, description="approved on an expired quote: the run re-quotes")
+    person: str | None = Field(default=None, description="the person of the authority matrix the decision is for")
+    refusals_before: int = Field(default=0, description="the run's security log total before it was sent")
 
     @property
     def verdict(self) -> str:
@@ -71,10 +73,13 @@ async def decide(
     note: str = "",
     by: str = "manager",
     token: str | None = None,
+    person: str | None = None,
     now: float,
 ) -> Decided:
     """Approve (up to a price) or reject the SKU's pending PO. `token`, when given, must be the
-    pending request's: a page or a `status` read before a re-quote must not approve new terms."""
+    pending request's: a page or a `status` read before a re-quote must not approve new terms.
+    `person`: the person of the authority matrix it is for, sent with the digest of the PO as the
+    run's view shows it (a run under the matrix counts only such decisions, checked against it)."""
     pending = await pending_for(client, inbox, sku, token)
     if token is not None and token != pending.token:
         raise NoPendingApproval(
@@ -107,7 +112,14 @@ async def decide(
     else:
         up_to = None
     decision = ApprovalDecision(
-        po_number=pending.po_number, token=pending.token, approved=approved, up_to=up_to, by=by, note=note
+        po_number=pending.po_number,
+        token=pending.token,
+        approved=approved,
+        up_to=up_to,
+        by=by,
+        note=note,
+        person=person,
+        digest=(pending.digest or None) if person is not None else None,
     )
     sent = Decided(
         sku=pending.sku,
@@ -120,9 +132,13 @@ async def decide(
         routed_to=None,
         kept=False,
         fresh_quotes=fresh_quotes,
+        person=person,
+        refusals_before=pending.refusals_seen,
     )
-    # One key per token and decision: a double click or a retried request delivers once.
+    # One key per token and decision (and person: two people sign one request): a double click or a
+    # retried request delivers once.
     key = f"manager-{pending.token}-{'approve' if approved else 'reject'}-{up_to}"
+    key += f"-{person}" if person is not None else ""
     try:
         answer = await client.deliver(pending.sku, "approval", decision.model_dump(mode="json"), idempotency_key=key)
     except Accepted as e:
@@ -141,6 +157,9 @@ async def wait_until_taken(client: RestateClient, decided: Decided, timeout: flo
             or approval is None
             or approval.status != "pending"
             or approval.requested_at != decided.requested_at
+            # A person's decision the run took in and went on waiting: signed, or refused.
+            or (decided.person is not None and decided.person in {s.person for s in approval.signatures})
+            or (decided.person is not None and state.security.total > decided.refusals_before)
         ):
             return state
         await asyncio.sleep(0.2)

@@ -18,6 +18,7 @@ from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.documents import ApprovalRequest, Quote
 from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
+from replenisher.domain.tools.approval import approval_digest
 from replenisher.domain.tools.quoting import rounds_left_to_requote
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import OperatorError, Refused, Unreachable
@@ -109,6 +110,9 @@ class PendingApproval(BaseModel):
     requote_left: bool = Field(
         default=True, description="the run may still get fresh quotes and ask again (it has rounds left)"
     )
+    digest: str = Field(default="", description="the digest of the PO's terms an approval under the matrix carries")
+    signed: list[str] = Field(default_factory=list, description="who has signed it already (the authority matrix)")
+    refusals_seen: int = Field(default=0, description="the run's security log total as read: a refusal adds one")
 
     @property
     def total(self) -> float:
@@ -159,6 +163,9 @@ def still_pending(entry: InboxEntry, view: RunView) -> PendingApproval | None:
         target_stock=state.target_stock,
         quotes=sorted(state.quotes, key=lambda q: q.unit_price),
         requote_left=rounds_left_to_requote(state),
+        digest=approval_digest(state),
+        signed=[s.person for s in approval.signatures],
+        refusals_seen=state.security.total,
     )
 
 

@@ -32,7 +32,7 @@ from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Wait
 from replenisher.loop import names
 from replenisher.timeline.journal import JournalEntry, TransientFailure
-from replenisher.timeline.model import Band, Decision, Invocation, Span, Timeline, Turn, Waiting
+from replenisher.timeline.model import Band, Decision, Invocation, Span, Timeline, Turn, Waiting, signed_by
 
 WAIT_TOOL_FOR_EVENT = {t.event: t.name for t in TOOLS if isinstance(t, Wait)}
 UNREACHABLE_CODES = {"RT0010"}
@@ -317,6 +317,7 @@ def _decisions(turns: dict[int, Turn], decisions: list[Decision], state: State |
             d.approved = approval.status == "approved"
             d.at = getattr(approval, "decided_at", None) or d.at
             d.channel = getattr(approval, "channel", None) or d.channel
+            d.signatures = signed_by(approval)
             by_round[current] = d
     for turn in turns.values():
         action = turn.action
@@ -327,6 +328,8 @@ def _decisions(turns: dict[int, Turn], decisions: list[Decision], state: State |
         d = by_round.get(n)
         if d is None and action.end is None:
             d = by_round[n] = Decision(round=n, status="pending")
+            if approval is not None and approval.status == "pending":
+                d.signatures, d.still_needed = signed_by(approval), getattr(approval, "still_needed", "")
         elif d is None and action.ended_by == "timeout":
             d = by_round[n] = Decision(round=n, status="timed_out")
         if d is None:

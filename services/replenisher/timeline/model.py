@@ -56,6 +56,10 @@ class Decision(BaseModel):
     channel: str | None = Field(default=None, description="the sender's party: operator, manager, ...")
     at: float | None = Field(default=None, description="when the run received it")
     status: str | None = Field(default=None, description="what the run made of it: approved, rejected, refused")
+    signatures: list[str] = Field(
+        default_factory=list, description="under the authority matrix: who signed, on which limit (signature_words)"
+    )
+    still_needed: str = Field(default="", description="what a PO with a first signature still needs")
 
     @property
     def verdict(self) -> str:
@@ -74,9 +78,13 @@ class Decision(BaseModel):
     def line(self) -> str:
         """One line for people: verdict, who, channel, when, note."""
         parts = [self.verdict + (f" ({self.po_number})" if self.po_number else "")]
+        signed = [f"signed by {', '.join(self.signatures)}"] if self.signatures else []
         if self.status in ("timed_out", "pending"):
-            return parts[0]
-        parts.append(f"by {self.by}" if self.by else "by (not recorded)")
+            return " · ".join([parts[0], *signed, *([self.still_needed] if self.still_needed else [])])
+        if signed and self.approved:
+            parts += signed
+        else:
+            parts.append(f"by {self.by}" if self.by else "by (not recorded)")
         if self.channel:
             parts.append(channel_words(self.channel))
         if self.at is not None:
@@ -271,6 +279,16 @@ def retry_line(step: Span) -> str:
     return "; ".join(parts) or "retrying"
 
 
+def signature_words(signature: Any) -> str:
+    """One signature as people read it: `pia for dee (limit 100,000.00)`."""
+    acting = f" for {signature.acting_for}" if signature.acting_for else ""
+    return f"{signature.person}{acting} (limit {signature.limit:,.2f})"
+
+
+def signed_by(approval: Any) -> list[str]:
+    return [signature_words(s) for s in getattr(approval, "signatures", None) or []]
+
+
 def decision_from_approval(approval: Any, round_: int = -1) -> Decision | None:
     """The run's record of a decided approval round (`state.approval`) as a Decision; None while
     it is pending. `decided_at` and `channel` are read when the state has them."""
@@ -287,4 +305,5 @@ def decision_from_approval(approval: Any, round_: int = -1) -> Decision | None:
         channel=getattr(approval, "channel", None),
         at=getattr(approval, "decided_at", None),
         status=approval.status,
+        signatures=signed_by(approval),
     )

@@ -17,11 +17,12 @@ import secrets
 
 from pydantic import BaseModel
 
+from replenisher.domain.arrival import Arrival
+from replenisher.domain.authority import Refusal, Signature, Standing, order_digest
 from replenisher.domain.documents import (
     ApprovalDecision,
     ApprovalReminder,
     ApprovalRequest,
-    Arrival,
     new_approval_token,
 )
 from replenisher.domain.escalation import Reminder, ReminderSent
@@ -177,7 +178,12 @@ class WaitForApproval(Wait[ApprovalDecision]):
             state.record_security_event(arrival.sender.party, refused, arrival.at)
             return "refused an approval without the matching one-time token"
         request = approval.request
-        approval.decided_by = payload.by
+        if state.people_matrix:
+            bound = self._bind(state, approval, payload, arrival)
+            if bound is not None:
+                return bound
+        else:
+            approval.decided_by = payload.by
         approval.note = payload.note
         approval.decided_at = arrival.at
         approval.channel = arrival.sender.label
@@ -193,6 +199,52 @@ class WaitForApproval(Wait[ApprovalDecision]):
         approval.status = "approved"
         approval.approved_up_to = up_to
         return f"approved up to {up_to:.2f}{self._story(approval)}"
+
+    def still_waiting(self, state: State) -> bool:
+        return state.approval is not None and state.approval.status == "pending"
+
+    @staticmethod
+    def _bind(state: State, approval: Approval, payload: ApprovalDecision, arrival: Arrival) -> str | None:
+        """Under the authority matrix: the person's signature, if their standing allows it. A summary
+        when the run goes on waiting (refused, or a first of two signatures); None when the decision
+        is taken as before (a rejection by an approver, or the last signature the PO needed)."""
+        request = approval.request
+        who = payload.person or payload.by
+        what = "approval" if payload.approved else "rejection"
+        standing = arrival.standing
+        signed: tuple[Signature, ...] | Refusal
+        if payload.person is None:
+            signed = Refusal(reason="it names no person of the authority matrix (replenisher approve --as PERSON)")
+        elif standing is None or standing.person != payload.person:
+            signed = Refusal(reason=f"no standing was read for {payload.person} from the authority matrix")
+        elif not standing.approver:
+            signed = standing.authority(float("inf"), request.supplier)
+            assert isinstance(signed, Refusal)
+        elif not payload.approved:
+            signed = tuple(approval.signatures)  # an approver's rejection ends it, as before
+        else:
+            signed = standing.sign(
+                tuple(approval.signatures),
+                total=order_total(approval),
+                supplier=request.supplier,
+                digest=payload.digest,
+                expected_digest=approval_digest(state),
+                at=arrival.at if arrival.at is not None else state.now,
+            )
+        if isinstance(signed, Refusal):
+            reason = f"{what} by {who} refused for {request.po_number}: {signed.reason}"
+            state.record_security_event(arrival.sender.party, reason, arrival.at)
+            return reason
+        approval.signatures = list(signed)
+        approval.decided_by = ", ".join(s.person for s in signed) if payload.approved else who
+        if not payload.approved:
+            return None
+        assert standing is not None
+        needed = standing.signatures_needed(order_total(approval))
+        approval.still_needed = still_needed(approval, standing) if len(signed) < needed else ""
+        if approval.still_needed:
+            return f"{who} signed {request.po_number} ({len(signed)} of {needed}): {approval.still_needed}"
+        return None
 
     @staticmethod
     def _story(approval: Approval) -> str:
@@ -226,6 +278,35 @@ class WaitForApproval(Wait[ApprovalDecision]):
         approval.reminded = []
         approval.escalated_at = result.at
         state.approval_token = result.request.token
+
+
+def order_total(approval: Approval) -> float:
+    return approval.request.quantity * approval.request.unit_price
+
+
+def approval_digest(state: State) -> str:
+    """The digest of the PO the run waits on (`authority.order_digest`): an approval must carry it."""
+    assert state.approval is not None
+    request = state.approval.request
+    return order_digest(
+        po_number=request.po_number,
+        revision=state.po_revision,
+        supplier=request.supplier,
+        quantity=request.quantity,
+        unit_price=request.unit_price,
+        quote_id=request.quote_id,
+    )
+
+
+def still_needed(approval: Approval, standing: Standing) -> str:
+    """What the PO still needs, in words: `needs a second approver above 20,000`."""
+    threshold = standing.two_person_threshold
+    missing = standing.signatures_needed(order_total(approval)) - len(approval.signatures)
+    if missing <= 0:
+        return "has the signatures it needs"
+    if threshold is not None and missing == 1 and approval.signatures:
+        return f"needs a second approver above {threshold:,.0f}"
+    return f"needs {missing} approver{'s' if missing > 1 else ''}"
 
 
 def escalates(state: State) -> bool:

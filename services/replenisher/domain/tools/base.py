@@ -14,7 +14,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from replenisher.domain.documents import Arrival, Document, EventKind
+from replenisher.domain.arrival import Arrival
+from replenisher.domain.documents import Document, EventKind
 from replenisher.domain.escalation import Reminder, ReminderSent
 from replenisher.domain.ports import World
 from replenisher.domain.state import State
@@ -110,6 +111,10 @@ class Wait(Tool[NoArgs], Generic[P]):
         """`payload` is None when the deadline passed first; `arrival` says who sent it
         (an operator on the internal ingress when not given)."""
         raise NotImplementedError
+
+    def still_waiting(self, state: State) -> bool:
+        """After `apply` took a message in: the wait goes on for the next (e.g. a second signature)."""
+        return False
 
 
 class Done(Tool[NoArgs]):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from replenisher.domain.documents import Arrival, GoodsReceipt, PurchaseOrderClosure
+from replenisher.domain.arrival import Arrival
+from replenisher.domain.documents import GoodsReceipt, PurchaseOrderClosure
 from replenisher.domain.ports import World
 from replenisher.domain.state import State
 from replenisher.domain.tools.base import Call, NoArgs, Wait

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from replenisher.domain.documents import Arrival, ChaseRequest, SupplierReply
+from replenisher.domain.arrival import Arrival
+from replenisher.domain.documents import ChaseRequest, SupplierReply
 from replenisher.domain.ports import World
 from replenisher.domain.security_log import UNKNOWN_SOURCE, supplier_source
 from replenisher.domain.state import ReplyFacts, State

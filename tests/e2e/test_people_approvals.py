@@ -1,0 +1,126 @@
+"""Approvals bound to people, through the real stack: restate-server, the service, the world.
+
+The module restarts this worker's service with `REPLENISHER_PEOPLE_FILE` (`people_service`, the
+matrix `people.matrices.TEAM`) for its tests, and back without it after them, even on failure:
+the runs the SKUs start meanwhile fix the matrix into their state. Each decision goes in through
+the SKU's address on the ingress (an operator tool, as `replenisher approve --as PERSON` sends
+it) with the one-time token from the manager's inbox and the digest of the PO from the run's
+view; every verdict is judged from the world's orders.
+
+The matrix: a buyer up to 100, a plant manager up to 1,000, a director and a finance head up to
+10,000; orders above 1,000 need two people. The world quotes 95 units (4.00 a unit: 380; 20.00:
+1,900).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from e2e.scenario import JSON, Scenario, ok
+from replenisher.domain.authority import order_digest
+from support import RegisteredService, eventually
+
+pytestmark = pytest.mark.e2e
+
+
+async def started(scenario: Scenario, price: float) -> str:
+    await scenario.setup(price=price, quote_valid_days=365)
+    run_id: str = (await scenario.check())["started"]
+    await scenario.waiting_for(run_id, "wait_for_approval", within=30)
+    return run_id
+
+
+async def approve(scenario: Scenario, run_id: str, person: str, *, revision_back: int = 0) -> None:
+    """`person` approves the PO the run waits on, as the CLI's `approve --as` sends it."""
+    request = await scenario.pending_approval(within=30)
+    state = (await scenario.run_view(run_id))["state"]
+    digest = order_digest(
+        po_number=request["po_number"],
+        revision=state["po_revision"] - revision_back,
+        supplier=request["supplier"],
+        quantity=request["quantity"],
+        unit_price=request["unit_price"],
+        quote_id=request["quote_id"],
+    )
+    decision = {
+        "po_number": request["po_number"],
+        "token": request["token"],
+        "approved": True,
+        "person": person,
+        "digest": digest,
+    }
+    ok(await scenario.deliver("approval", decision))
+
+
+async def refused(scenario: Scenario, run_id: str, words: str) -> JSON:
+    """The run's security log has the refusal, and the run still waits for a decision."""
+
+    async def seen() -> JSON | None:
+        view = await scenario.run_view(run_id)
+        state: dict[str, Any] = view["state"]
+        hit = next((e for e in state["security"]["recent"] if words in e["what"]), None)
+        return hit if hit and view["waiting"] and view["waiting"]["tool"] == "wait_for_approval" else None
+
+    return await eventually(seen, timeout=30, what=f"{run_id} to refuse: {words}")
+
+
+async def ordered(scenario: Scenario) -> list[JSON]:
+    return await eventually(scenario.orders, timeout=30, what=f"an order from {scenario.supplier}")
+
+
+async def test_without_the_people_file_an_approval_naming_a_person_orders_as_before(
+    service: RegisteredService, scenario: Scenario
+) -> None:
+    assert "REPLENISHER_PEOPLE_FILE" not in service.process.env
+    run_id = await started(scenario, price=4.0)
+    assert (await scenario.run_view(run_id))["state"]["people_matrix"] is False
+    await approve(scenario, run_id, "bo")  # not in any matrix, and above any limit: the person is not checked
+    assert [o["quantity"] for o in await ordered(scenario)] == [95]
+
+
+async def test_a_buyer_below_the_total_is_refused_and_the_plant_manager_then_orders(
+    people_service: RegisteredService, scenario: Scenario
+) -> None:
+    run_id = await started(scenario, price=4.0)
+    assert (await scenario.run_view(run_id))["state"]["people_matrix"] is True
+    await approve(scenario, run_id, "bo")
+    hit = await refused(scenario, run_id, "the order's total 380.00 is above bo's limit of 100.00")
+    assert hit["source"] == "operator"
+    assert await scenario.orders() == [], "nothing is ordered on the buyer's approval"
+    await approve(scenario, run_id, "pia")
+    assert [o["quantity"] for o in await ordered(scenario)] == [95]
+    approval = (await scenario.run_view(run_id))["state"]["approval"]
+    assert [(s["person"], s["limit"]) for s in approval["signatures"]] == [("pia", 1000)]
+
+
+async def test_above_the_threshold_one_approval_orders_nothing_and_a_second_different_persons_does(
+    people_service: RegisteredService, scenario: Scenario
+) -> None:
+    run_id = await started(scenario, price=20.0)
+    await approve(scenario, run_id, "dee")
+
+    async def one_signature() -> bool:
+        approval = (await scenario.run_view(run_id))["state"]["approval"]
+        return [s["person"] for s in approval["signatures"]] == ["dee"]
+
+    await eventually(one_signature, timeout=30, what="the first signature")
+    await approve(scenario, run_id, "dee")
+    await refused(scenario, run_id, "dee has already approved this PO")
+    assert await scenario.orders() == [], "one person's approval, twice, orders nothing above the threshold"
+    await approve(scenario, run_id, "cy")
+    assert [o["quantity"] for o in await ordered(scenario)] == [95]
+    approval = (await scenario.run_view(run_id))["state"]["approval"]
+    assert [s["person"] for s in approval["signatures"]] == ["dee", "cy"]
+
+
+async def test_an_approval_of_an_earlier_revision_is_refused(
+    people_service: RegisteredService, scenario: Scenario
+) -> None:
+    run_id = await started(scenario, price=4.0)
+    await approve(scenario, run_id, "pia", revision_back=1)
+    await refused(scenario, run_id, "the approval is for other terms than the PO waiting")
+    assert await scenario.orders() == []
+    await approve(scenario, run_id, "pia")
+    assert [o["quantity"] for o in await ordered(scenario)] == [95]
