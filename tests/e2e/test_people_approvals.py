@@ -14,12 +14,16 @@ The matrix: a buyer up to 100, a plant manager up to 1,000, a director and a fin
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
+import httpx
 import pytest
 
 from e2e.scenario import JSON, Scenario, ok
 from replenisher.domain.authority import order_digest
+from replenisher.inbound.signing import secret_for, signed_headers
 from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
@@ -124,3 +128,32 @@ async def test_an_approval_of_an_earlier_revision_is_refused(
     assert await scenario.orders() == []
     await approve(scenario, run_id, "pia")
     assert [o["quantity"] for o in await ordered(scenario)] == [95]
+
+
+async def test_the_inbox_system_names_the_person_it_acts_for_through_the_signed_door(
+    people_service: RegisteredService, scenario: Scenario, door: httpx.AsyncClient, secrets: dict[str, str]
+) -> None:
+    """The manager's party (the inbox system) signs what it sends; the person in its decision is checked
+    against the matrix like an operator's: its word on who decided gives no more than that person's limit."""
+    run_id = await started(scenario, price=4.0)
+    request = await scenario.pending_approval(within=30)
+    state = (await scenario.run_view(run_id))["state"]
+    terms = {k: request[k] for k in ("po_number", "supplier", "quantity", "unit_price", "quote_id")}
+    digest = order_digest(revision=state["po_revision"], **terms)
+
+    async def send(person: str) -> None:
+        decision = {"po_number": request["po_number"], "token": request["token"], "approved": True}
+        body = json.dumps({"event": "approval", "payload": {**decision, "person": person, "digest": digest}}).encode()
+        path = f"/messages/{scenario.sku}"
+        secret = secret_for(secrets, "manager") or ""
+        answer = await door.post(path, content=body, headers=signed_headers(secret, "manager", path, body, time.time()))
+        assert answer.status_code in (200, 202), answer.text
+
+    await send("bo")
+    hit = await refused(scenario, run_id, "above bo's limit of 100.00")
+    assert hit["source"] == "manager", "the door's stamp: the inbox system sent it"
+    assert await scenario.orders() == []
+    await send("pia")
+    assert [o["quantity"] for o in await ordered(scenario)] == [95]
+    approval = (await scenario.run_view(run_id))["state"]["approval"]
+    assert [s["person"] for s in approval["signatures"]] == ["pia"] and approval["channel"].startswith("manager")
