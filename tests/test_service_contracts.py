@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from replenisher.domain.audit import AuditRecord
 from replenisher.domain.documents import StockLevel
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes
 from replenisher.durable import contracts
 from replenisher.durable.app import SERVICES
 from replenisher.durable.archive import run_archive
+from replenisher.durable.audit_log import audit_log
 from replenisher.durable.contracts import Address, Message, RoutedQuery, RunRequest
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
@@ -32,14 +34,17 @@ SAMPLES: dict[type[BaseModel], BaseModel] = {
     ReplenishmentResult: ReplenishmentResult(
         run_id="replenish-SKU-1-1", sku="SKU-1", outcome="received", started_at=1.0, ended_at=2.0
     ),
+    AuditRecord: AuditRecord(
+        at=1.0, event="approval", who="pia", via="operator", what="PO-1", outcome="done", run_id="replenish-SKU-1-1"
+    ),
 }
 
 
 def test_every_address_names_a_handler_with_its_request_and_response_types() -> None:
-    assert contracts.mismatches([sku_agent, replenish, run_archive]) == []
+    assert contracts.mismatches([sku_agent, replenish, run_archive, audit_log]) == []
     assert [s.name for s in SERVICES] == ["SkuAgent", "Replenish", "RunArchive", "AuditLog"]
     # Both directions are covered: what the SKU calls on its runs and what a run calls on its SKU.
-    assert {a.service for a in contracts.ADDRESSES} == {contracts.SKU_AGENT, contracts.REPLENISH}
+    assert {a.service for a in contracts.ADDRESSES} == {contracts.SKU_AGENT, contracts.REPLENISH, contracts.AUDIT_LOG}
 
 
 def test_an_address_that_does_not_match_its_handler_is_named_with_what_differs() -> None:

@@ -6,6 +6,7 @@ the run's own record of who signed."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from operator_support import setup_lasting_quotes
 from e2e.scenario import Scenario
 from people.accounts import SESSION_SECRET
 from people.matrices import TEAM
+from replenisher.domain.audit import day_of
 from replenisher.identity.passwords import hash_password
+from replenisher.operations.audit import read_day
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
 from support import RegisteredService, eventually, serving
@@ -73,7 +76,7 @@ async def approve(client: httpx.AsyncClient, po: str) -> httpx.Response:
 
 
 async def test_above_the_threshold_two_people_sign_in_the_console_and_the_run_checks_both(
-    team_console: HypercornApp, scenario: Scenario
+    team_console: HypercornApp, scenario: Scenario, operator_env: dict[str, str]
 ) -> None:
     await setup_lasting_quotes(scenario, price=20.0)  # 95 x 20.00 = 1,900: above the threshold of 1,000
     run_id = (await scenario.check())["started"]
@@ -104,6 +107,16 @@ async def test_above_the_threshold_two_people_sign_in_the_console_and_the_run_ch
         approval = (await scenario.run_view(run_id))["state"]["approval"]
         assert [(s["person"], s["limit"]) for s in approval["signatures"]] == [("dee", 10000), ("cy", 10000)]
         assert approval["status"] == "approved"
+
+        # The run recorded both signatures and the approval in the day's audit log, from its journal.
+        async def audited() -> list[tuple[str, str]] | None:
+            async with httpx.AsyncClient() as client:
+                read = await read_day(operator_env["REPLENISHER_INGRESS_URL"], day_of(time.time()), client=client)
+            mine = [(e.event, e.who) for e in read.entries if e.run_id == run_id]
+            return mine if len(mine) >= 3 else None
+
+        logged = await eventually(audited, timeout=60, what="the run's decisions in the audit log")
+        assert logged == [("approval", "dee"), ("approval", "cy"), ("approval", "dee, cy")]
     finally:
         for client in (pia, dee, cy):
             await client.aclose()

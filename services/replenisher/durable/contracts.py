@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_seri
 from restate import Context, SendHandle
 from restate.serde import PydanticJsonSerde
 
+from replenisher.domain.audit import AuditEntry, AuditRecord
 from replenisher.domain.authority import Standing
 from replenisher.domain.documents import EventKind, Sender, without_unset
 from replenisher.domain.outcomes import ReplenishmentResult
@@ -33,6 +34,7 @@ from replenisher.loop.request import AdoptedOrder, RunRequest
 
 __all__ = [
     "ARRIVAL_OF",
+    "AUDIT_APPEND",
     "DELIVER_TO_RUN",
     "FINISH",
     "NOTE_SECURITY",
@@ -52,6 +54,7 @@ __all__ = [
 
 SKU_AGENT = "SkuAgent"
 REPLENISH = "Replenish"
+AUDIT_LOG = "AuditLog"
 
 Req = TypeVar("Req", bound=BaseModel | None)
 Resp = TypeVar("Resp", bound=BaseModel | None)
@@ -121,7 +124,18 @@ ARRIVAL_OF = Address[RoutedQuery, RoutedArrival](SKU_AGENT, "arrival_of", Routed
 NOTE_SECURITY = Address[SecurityNotes, None](SKU_AGENT, "note_security", SecurityNotes, None)
 FINISH = Address[ReplenishmentResult, None](SKU_AGENT, "finish", ReplenishmentResult, None)
 
-ADDRESSES: tuple[Address[Any, Any], ...] = (START_RUN, DELIVER_TO_RUN, SKU_STATUS, ARRIVAL_OF, NOTE_SECURITY, FINISH)
+# A run records the decisions on its approval in the day's audit log (one-way, from its journal).
+AUDIT_APPEND = Address[AuditRecord, AuditEntry](AUDIT_LOG, "append", AuditRecord, AuditEntry)
+
+ADDRESSES: tuple[Address[Any, Any], ...] = (
+    START_RUN,
+    DELIVER_TO_RUN,
+    SKU_STATUS,
+    ARRIVAL_OF,
+    NOTE_SECURITY,
+    FINISH,
+    AUDIT_APPEND,
+)
 
 
 def mismatches(services: list[Any], addresses: tuple[Address[Any, Any], ...] = ADDRESSES) -> list[str]:

@@ -21,17 +21,19 @@ from restate import RestateDurableFuture, WorkflowContext
 from restate.exceptions import TerminalError
 from restate.serde import BytesSerde
 
+from replenisher.domain.audit import day_of
 from replenisher.domain.decisions import GOAL, Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.documents import EventKind
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.ports import Rejected, World
+from replenisher.domain.run_audit import ApprovalTold, approval_news
 from replenisher.domain.security import SecurityNotes
-from replenisher.domain.security_log import SecurityLog
+from replenisher.domain.security_log import SecurityLog, SecurityNote
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 from replenisher.domain.turns import DeciderUnavailable
 from replenisher.durable.clock import Timed, journaled_time
-from replenisher.durable.contracts import ARRIVAL_OF, FINISH, NOTE_SECURITY, RoutedQuery
+from replenisher.durable.contracts import ARRIVAL_OF, AUDIT_APPEND, FINISH, NOTE_SECURITY, RoutedQuery
 from replenisher.durable.probes import crash_point, record_decision
 from replenisher.durable.spool import CallSpool
 from replenisher.durable.steps import retry_options, timed_step
@@ -77,6 +79,7 @@ class RestateEngine:
         # The security log as the SKU last heard of it: rebuilt on replay, as the state is, by
         # the same checkpoints, so the sends come out the same.
         self._security_told = SecurityLog()
+        self._audit_told = ApprovalTold()
         # What the views hold now, so an unchanged state or wait is not written (and journaled) again.
         self._written: bytes | None = None
         self._shown: CurrentWait | None = None
@@ -210,10 +213,15 @@ class RestateEngine:
             if written != self._written:
                 self.ctx.set(names.STATE, written, serde=BytesSerde())
                 self._written = written
+            news: list[SecurityNote] = []
             if state.security.total != self._security_told.total:
                 news = state.security.news_since(self._security_told, state.now)
                 NOTE_SECURITY.send(self.ctx, state.sku, SecurityNotes(run_id=state.run_id, events=news))
                 self._security_told = state.security.model_copy(deep=True)
+            # The decisions on the run's approval, and the ones it refused, into the day's audit log.
+            records, self._audit_told = approval_news(self._audit_told, state, news)
+            for record in records:
+                AUDIT_APPEND.send(self.ctx, day_of(record.at), record)
 
     def show_wait(self, wait: CurrentWait | None) -> None:
         if wait == self._shown:
