@@ -121,6 +121,16 @@ async def test_a_buyer_and_the_plant_manager_signed_in_at_once(
         await paul.wait_for_url("**/sign-in?next=%2Fskus")
         await ana.goto(f"{signed_console.url}/skus")
         assert "Ana Lindqvist" in await ana.locator("body > header").inner_text()
+
+        # Ana signs out in another tab: her open inbox, refreshing itself, goes to the sign-in page
+        # (not the sign-in form inside the inbox).
+        await ana.goto(f"{signed_console.url}/inbox")
+        tab = await ana.context.new_page()
+        await tab.goto(f"{signed_console.url}/spend")
+        await tab.get_by_role("button", name="Sign out").click()
+        await tab.wait_for_url("**/sign-in")
+        await ana.wait_for_url("**/sign-in?next=%2Finbox", timeout=30_000)
+        assert await ana.locator("#inbox").count() == 0
     finally:
         for page in (ana, paul, vic):
             await page.context.close()

@@ -9,6 +9,9 @@
     if (box && !touched) {
       try {
         const r = await fetch(box.dataset.fragment, {cache: 'no-store'});
+        // Signed out meanwhile (the session ended): the fragment's request went to the sign-in
+        // page; the whole page goes there, rather than the sign-in form into the inbox.
+        if (r.redirected) { location.reload(); return; }
         if (r.ok) { box.innerHTML = await r.text(); }
       } catch (e) { /* the next tick tries again */ }
     }
