@@ -7,6 +7,7 @@ by the pid the fixture holds) for a measured time, a supplier really answering 5
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import httpx
@@ -152,10 +153,15 @@ async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followe
         restarted_at = time.time()
         service.restart()
 
+        # In always-replay mode the resumed attempt suspends as soon as it has replayed to its wait
+        # (an inactivity timeout of 0 s): seen running a moment before, it is not the attempt the
+        # approval will reach. Wait for the suspension there, rather than race it.
+        settled = ("suspended",) if os.environ.get("REPLENISHER_TEST_ALWAYS_REPLAY") else ("running", "suspended")
+
         async def resumed() -> JSON | None:
             run = await run_attempt(admin, target)
             at = epoch(run.get("last_start_at") if run["status"] == "running" else run.get("modified_at"))
-            return run if run["status"] in ("running", "suspended") and at is not None and at >= restarted_at else None
+            return run if run["status"] in settled and at is not None and at >= restarted_at else None
 
         run = await eventually(resumed, timeout=30, what="the run's attempt after the restart")
         if run["status"] == "running":
