@@ -22,11 +22,12 @@ import httpx
 from replenisher.domain.audit import to_csv, to_json
 from replenisher.domain.authority import AuthorityFileError, AuthorityMatrix, load_authority
 from replenisher.identity.passwords import WeakPassword, hash_password
-from replenisher.operations.audit import days_between, read_day
+from replenisher.operations.audit import BadRange, days_between, read_day
 from replenisher.operations.restate.errors import OperatorError
 
 EXIT_BROKEN = 1
 EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3  # Restate could not be read, as the other commands say it
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -80,10 +81,14 @@ def run_audit(args: argparse.Namespace, ingress_url: str) -> int:
     today = datetime.now(UTC).date()
     try:
         days = days_between(args.since or today, args.until or args.since or today)
+    except BadRange as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         return asyncio.run(_print_audit(ingress_url, days, args.format))
     except OperatorError as e:
         print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE if "--since" in str(e) or "a year" in str(e) else 3
+        return EXIT_UNREACHABLE
 
 
 async def _print_audit(ingress_url: str, days: list[str], form: str) -> int:

@@ -69,9 +69,13 @@ async def read_day(ingress_url: str, day: str, *, client: httpx.AsyncClient) -> 
     return AuditDayRead(day=day, total=index.total, entries=entries, breaks=breaks)
 
 
+class BadRange(OperatorError):
+    """The days asked for are no range the log can be read over: the caller's mistake, not Restate's."""
+
+
 def days_between(since: date, until: date) -> list[str]:
     if until < since:
-        raise OperatorError(f"--since {since} is after --until {until}")
+        raise BadRange(f"--since {since} is after --until {until}")
     if (until - since).days > 366:
-        raise OperatorError("at most a year of audit log at a time: narrow --since/--until")
+        raise BadRange("at most a year of audit log at a time: narrow --since/--until")
     return [(since + timedelta(days=n)).isoformat() for n in range((until - since).days + 1)]
