@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from replenisher.domain.credentials import issue, new_token_key, parse_token_key
 from replenisher.stack.admin import find_deployment, register_deployment
 from replenisher.stack.processes import DEFAULT_READY_TIMEOUT, HypercornApp
 from replenisher.stack.runtime import RestateRuntime
@@ -201,18 +202,29 @@ async def with_people_file(service: RegisteredService, matrix: Path, text: str) 
     await asyncio.to_thread(matrix.write_text, text)
     env = service.process.env
     env["REPLENISHER_PEOPLE_FILE"] = str(matrix)
+    env["REPLENISHER_PERSONAL_TOKEN_KEY_FILE"] = str(PERSONAL_TOKEN_KEY_FILE)
     try:
         await asyncio.to_thread(service.restart)
         yield service
     finally:
         env.pop("REPLENISHER_PEOPLE_FILE", None)
+        env.pop("REPLENISHER_PERSONAL_TOKEN_KEY_FILE", None)
         await asyncio.to_thread(service.restart)
+
+
+def personal_token(person: str, *, days: float = 1.0, now: float | None = None) -> str:
+    """`person`'s personal token, made with the tests' key, as the console makes one."""
+    key = parse_token_key(PERSONAL_TOKEN_KEY_FILE.read_text())
+    return issue(key, person, now=time.time() if now is None else now, days=days)
 
 
 # Files through which crash tests arm kill points in the service and count its decisions
 # (see replenisher.durable.probes). Empty, they change nothing.
 PROBE_DIR = Path(tempfile.mkdtemp(prefix="replenisher-probes-"))
 CRASH_POINTS = PROBE_DIR / "crash-points.jsonl"
+PERSONAL_TOKEN_KEY_FILE = PROBE_DIR / "personal-token.key"
+"""The key the services and consoles under a matrix check and make personal tokens with."""
+PERSONAL_TOKEN_KEY_FILE.write_text(new_token_key() + "\n")
 DECISION_LOG = PROBE_DIR / "decisions.log"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from replenisher.config import Settings, load_settings, variable
+from replenisher.domain.credentials import new_token_key
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 # The stack's (the launcher's) own settings, not the service's.
@@ -113,7 +114,7 @@ def test_a_compressed_clock_without_an_origin_starts_when_the_settings_were_read
     assert later.clock.origin.wall == first.started_at + 10, "each bootstrap has its own start, no process global"
 
 
-def test_a_people_file_is_loaded_into_the_parts_and_a_bad_one_stops_the_start(
+def test_a_people_file_is_loaded_into_the_parts_re_read_on_change_and_a_bad_one_stops_the_start(
     clean_env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The matrix is opt-in: without the variable there is none; with it, bootstrap hands it to the
@@ -126,10 +127,26 @@ def test_a_people_file_is_loaded_into_the_parts_and_a_bad_one_stops_the_start(
         '[[people]]\nid = "ana"\nname = "Ana"\nemail = "ana@example.com"\nroles = ["approver"]\nlimit = 1000\n'
     )
     clean_env.setenv("REPLENISHER_PEOPLE_FILE", str(good))
+    with pytest.raises(SystemExit) as stopped:
+        load_settings()
+    assert "REPLENISHER_PEOPLE_FILE needs REPLENISHER_PERSONAL_TOKEN_KEY_FILE" in str(stopped.value)
+    key = tmp_path / "token.key"
+    key.write_text("not a key\n")
+    clean_env.setenv("REPLENISHER_PERSONAL_TOKEN_KEY_FILE", str(key))
+    with pytest.raises(SystemExit) as stopped:
+        load_settings()
+    assert str(stopped.value) == (
+        f"invalid replenisher settings: REPLENISHER_PERSONAL_TOKEN_KEY_FILE: {key}: "
+        "a personal token key is 64 hex characters"
+    )
+    key.write_text(new_token_key() + "\n")
     parts = bootstrap(load_settings())
-    assert parts.authority is not None and parts.authority.person("ana").limit == 1000
+    assert parts.authority is not None and parts.authority.current().person("ana").limit == 1000
+    # An edit counts from the next read, with no restart (a delegation for someone's leave, a new limit).
+    good.write_text(good.read_text().replace("limit = 1000", "limit = 2500"))
+    assert parts.authority.current().person("ana").limit == 2500
     bad = tmp_path / "bad.toml"
-    bad.write_text(good.read_text().replace("limit = 1000", 'limit = "lots"'))
+    bad.write_text(good.read_text().replace("limit = 2500", 'limit = "lots"'))
     clean_env.setenv("REPLENISHER_PEOPLE_FILE", str(bad))
     with pytest.raises(SystemExit) as stopped:
         load_settings()

@@ -29,10 +29,11 @@ import httpx
 from pydantic import BaseModel
 
 from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
+from replenisher.domain.credentials import unverified_claims
 from replenisher.domain.sku import SkuRecord, split_run_id
 from replenisher.operations import agent_calls
 from replenisher.operations.cost import costs
-from replenisher.operations.decide import decide, wait_until_taken
+from replenisher.operations.decide import BadDecision, decide, wait_until_taken
 from replenisher.operations.inbox import ManagerInbox
 from replenisher.operations.outcomes import recent_outcomes
 from replenisher.operations.overview import sku_rows
@@ -47,6 +48,9 @@ from replenisher.operations.status import sku_status
 from replenisher.operations.timelines import load_timeline
 from replenisher.timeline.format import clock, duration, security_entry, security_tally, shorten
 from replenisher.timeline.model import decision_from_approval, signed_by
+
+PERSONAL_TOKEN_ENV = "REPLENISHER_PERSONAL_TOKEN"
+"""Where `approve` and `reject` find your personal token unless `--credential-file` names one."""
 
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
@@ -364,13 +368,40 @@ def _run_lines(sku: str, view: RunView | None, token: str, now: float) -> list[s
             f"  decide with: replenisher approve {sku} --up-to {r.unit_price:.2f}{person}   "
             f"(or: replenisher reject {sku}{person})"
         )
+        if state.people_matrix:
+            lines.append(f"  as yourself: your personal token (the console's Tokens page) in ${PERSONAL_TOKEN_ENV}")
     elif (decision := decision_from_approval(approval)) is not None:
         lines.append(f"  decision: {decision.line()}")
     return lines
 
 
+def personal_credential(args: argparse.Namespace, now: float) -> tuple[str | None, str | None]:
+    """The person's token (`--credential-file`, else REPLENISHER_PERSONAL_TOKEN) and the person a
+    decision is for (`--as`, else the token's). A token that is not one, is someone else's or has
+    expired is refused here, before anything is sent; only the service can say whether it counts."""
+    token = None
+    if args.credential_file is not None:
+        try:
+            token = args.credential_file.read_text().strip()
+        except OSError as e:
+            raise BadDecision(f"cannot read the personal token {args.credential_file}: {e.strerror}") from None
+    token = token or os.environ.get(PERSONAL_TOKEN_ENV, "").strip() or None
+    if token is None:
+        return None, args.person
+    claims = unverified_claims(token)
+    where = str(args.credential_file) if args.credential_file is not None else PERSONAL_TOKEN_ENV
+    if claims is None:
+        raise BadDecision(f"{where} holds no personal token (make one in the console: Tokens)")
+    if args.person is not None and args.person != claims.p:
+        raise BadDecision(f"--as {args.person}, but the personal token in {where} is {claims.p}'s")
+    if now >= claims.exp:
+        raise BadDecision(f"{claims.p}'s personal token in {where} expired at {clock(claims.exp)}: make a new one")
+    return token, claims.p
+
+
 async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
     approved = args.command == "approve"
+    credential, person = personal_credential(args, client.now())
     inbox = ManagerInbox(inbox_url(args))
     try:
         decided = await decide(
@@ -382,7 +413,8 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
             note=args.note,
             by=args.by,
             token=args.token,
-            person=args.person,
+            person=person,
+            credential=credential,
             now=client.now(),
         )
     finally:
@@ -680,7 +712,13 @@ def parser() -> argparse.ArgumentParser:
             dest="person",
             metavar="PERSON",
             help="the person of the authority matrix (REPLENISHER_PEOPLE_FILE) the decision is for; "
-            "sent with the digest of the PO as the run shows it",
+            "sent with the digest of the PO as the run shows it (default: the personal token's person)",
+        )
+        decision.add_argument(
+            "--credential-file",
+            type=Path,
+            metavar="FILE",
+            help=f"your personal token (made in the console's Tokens page); default: ${PERSONAL_TOKEN_ENV}",
         )
         decision.add_argument("--no-wait", action="store_true", help="do not wait for the run to read the decision")
         decision.add_argument("--wait-seconds", type=float, default=30.0, help="how long to wait for that (30)")

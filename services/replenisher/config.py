@@ -27,6 +27,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, Pydanti
 from replenisher.addresses import DEFAULT_WORLD_URL
 from replenisher.domain.authority import AuthorityFileError, AuthorityMatrix, load_authority
 from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, Instant, load_calendar
+from replenisher.domain.credentials import BadToken, load_token_key
 from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.waits import WaitDays
 from replenisher.inbound.stamp import DoorKeyError, load_door_key
@@ -34,7 +35,7 @@ from replenisher.inbound.stamp import DoorKeyError, load_door_key
 # A 32-byte Ed25519 public key in base58, as restate-server logs it when it loads its private key.
 _PUBLIC_KEY = re.compile(r"publickeyv1_[1-9A-HJ-NP-Za-km-z]{32,44}")
 PREFIX = "REPLENISHER_"
-LOADED = frozenset({"calendar", "door_key", "people", "started_at"})
+LOADED = frozenset({"calendar", "door_key", "people", "personal_token_key", "started_at"})
 """Fields no variable sets: loaded from the file a variable names, or taken when the settings are read."""
 
 
@@ -70,6 +71,11 @@ class Settings(BaseSettings):
     # from then on accept an approval only from a person whose limit covers the order. None: as before.
     people_file: str | None = None
     people: AuthorityMatrix | None = Field(default=None, description="loaded from people_file")
+    # The key personal tokens are made and checked with (REPLENISHER_PERSONAL_TOKEN_KEY_FILE, 64 hex
+    # characters, the console's too): under a matrix, a decision on the ingress counts only with its
+    # person's token, so reaching the ingress is not enough to approve as someone.
+    personal_token_key_file: str | None = None
+    personal_token_key: SecretBytes | None = Field(default=None, description="loaded from personal_token_key_file")
     # The Claude decider (REPLENISHER_DECIDER=claude); see docs/agent/claude.md.
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = None
@@ -205,4 +211,14 @@ def load_settings(**given: Any) -> Settings:
             loaded["people"] = load_authority(Path(s.people_file))
         except AuthorityFileError as e:
             raise SystemExit(f"invalid replenisher settings: REPLENISHER_PEOPLE_FILE: {e}") from e
+    if s.personal_token_key_file and "personal_token_key" not in given:
+        try:
+            loaded["personal_token_key"] = SecretBytes(load_token_key(Path(s.personal_token_key_file)))
+        except BadToken as e:
+            raise SystemExit(f"invalid replenisher settings: REPLENISHER_PERSONAL_TOKEN_KEY_FILE: {e}") from e
+    if "people" in loaded and "personal_token_key" not in loaded and given.get("personal_token_key") is None:
+        raise SystemExit(
+            "invalid replenisher settings: REPLENISHER_PEOPLE_FILE needs REPLENISHER_PERSONAL_TOKEN_KEY_FILE, the key "
+            "personal tokens are checked with (make one: replenisher people new-token-key FILE)"
+        )
     return s.model_copy(update=loaded) if loaded else s

@@ -1,9 +1,12 @@
-"""`replenisher people check|hash-password` and `replenisher audit`: the team's matrix and the audit log.
+"""`replenisher people check|hash-password|new-token-key|issue-token` and `replenisher audit`.
 
 - `people check FILE` reads the authority matrix as the console does and says what it holds, or
   exactly what is wrong with it (exit 2), so a change can be checked before it goes live.
 - `people hash-password` turns a password (from the terminal, or one line on stdin) into the
   argon2 hash a person's `password_hash` takes; the password itself is never printed or stored.
+- `people new-token-key FILE` writes the key personal tokens are made and checked with (the
+  service's and the console's REPLENISHER_PERSONAL_TOKEN_KEY_FILE); `people issue-token PERSON`
+  makes one person's token with it, for whoever runs the key (people make their own in the console).
 - `audit` prints the audit log of a range of days (UTC) as text, CSV or JSON, and says where its
   chain of digests does not hold (exit 1): an entry changed or removed after it was written.
 """
@@ -14,6 +17,7 @@ import argparse
 import asyncio
 import getpass
 import sys
+import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -21,7 +25,9 @@ import httpx
 
 from replenisher.domain.audit import to_csv, to_json
 from replenisher.domain.authority import AuthorityFileError, AuthorityMatrix, load_authority
+from replenisher.domain.credentials import BadToken, issue, load_token_key, new_token_key
 from replenisher.identity.passwords import WeakPassword, hash_password
+from replenisher.inbound.signing import write_private
 from replenisher.operations.audit import BadRange, days_between, read_day
 from replenisher.operations.restate.errors import OperatorError
 
@@ -36,6 +42,17 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common
     check = actions.add_parser("check", help="read a matrix file as the console would, and say what it holds")
     check.add_argument("file", type=Path)
     actions.add_parser("hash-password", help="an argon2 hash for a person's password_hash (reads the password)")
+    key = actions.add_parser(
+        "new-token-key", help="write a fresh personal token key (REPLENISHER_PERSONAL_TOKEN_KEY_FILE), mode 0600"
+    )
+    key.add_argument("file", type=Path)
+    issue_token = actions.add_parser(
+        "issue-token", help="make a person's personal token with the key file (as the console's Tokens page does)"
+    )
+    issue_token.add_argument("person")
+    issue_token.add_argument("--key-file", type=Path, required=True, help="the personal token key file")
+    issue_token.add_argument("--people", type=Path, help="the authority matrix: refuse a person not in it")
+    issue_token.add_argument("--days", type=float, default=30.0, help="how long it lasts (default 30, at most 366)")
 
     audit = sub.add_parser("audit", parents=[common], help="the audit log of a range of days (UTC)")
     audit.add_argument("--since", type=date.fromisoformat, help="first day, YYYY-MM-DD (default: today)")
@@ -52,10 +69,38 @@ def run_people(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         print(describe(matrix))
         return 0
+    if args.people_command == "new-token-key":
+        return new_key(args.file)
+    if args.people_command == "issue-token":
+        return issue_for(args.person, args.key_file, args.people, args.days)
     password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
     try:
         print(hash_password(password))
     except WeakPassword as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
+def new_key(path: Path) -> int:
+    if path.exists():
+        print(f"error: {path} exists: a new key would void every token made with it (remove it first)", file=sys.stderr)
+        return EXIT_USAGE
+    write_private(path, new_token_key() + "\n")
+    print(f"wrote a personal token key to {path} (give it to the service and the console)")
+    return 0
+
+
+def issue_for(person: str, key_file: Path, people: Path | None, days: float) -> int:
+    """Print `person`'s token; with `--people`, only for someone in the matrix who may approve."""
+    try:
+        if people is not None:
+            found = load_authority(people).find(person)
+            if found is None or not found.may("approve"):
+                print(f"error: {person} is not an approver in {people}: a token would approve nothing", file=sys.stderr)
+                return EXIT_USAGE
+        print(issue(load_token_key(key_file), person, now=time.time(), days=days))
+    except (AuthorityFileError, BadToken) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     return 0

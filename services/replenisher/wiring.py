@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from replenisher.config import Settings, load_settings
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     import anthropic
 
     from replenisher.adapters.http import LoopClient
+    from replenisher.adapters.people_file import MatrixFile
     from replenisher.loop.archiving import ArchiveSink
 
 ArchiveFor = Callable[[Any], "ArchiveSink"]
@@ -101,9 +103,10 @@ class Wiring:
         """The wall clock: the worlds' (the tools stamp their results with it) and the durable steps'."""
         self.archive: ArchiveFor | None = archive
         """Where runs keep their archives; None: the engine's own (Restate's run state, then `RunArchive`)."""
-        self.authority: AuthorityMatrix | None = authority if authority is not None else self.settings.people
-        """The authority matrix (`REPLENISHER_PEOPLE_FILE`): in force for the runs started while it is
-        given, which then read each approver's standing from it as their decisions arrive. None: opt out."""
+        self.authority: AuthorityMatrix | MatrixFile | None = authority if authority is not None else self.people_file()
+        """The authority matrix (`REPLENISHER_PEOPLE_FILE`, re-read when the file changes): in force for the
+        runs started while it is given, which read from it whom to ask and, as each decision arrives,
+        its approver's standing. None: opt out."""
         if decider is not None:
             self.decider = decider
         if reader is not None:
@@ -112,6 +115,15 @@ class Wiring:
             self.world = world
         if http is not None:
             self.http = http
+
+    def people_file(self) -> AuthorityMatrix | MatrixFile | None:
+        """The settings' matrix: its file, re-read when it changes, or as given when it has no file."""
+        s = self.settings
+        if s.people is None or not s.people_file:
+            return s.people
+        from replenisher.adapters.people_file import MatrixFile
+
+        return MatrixFile(Path(s.people_file), loaded=s.people)
 
     @cached_property
     def claude_client(self) -> anthropic.AsyncAnthropic:
@@ -159,7 +171,7 @@ class Wiring:
     def http_world(self, reader: ReplyReader) -> World:
         from replenisher.adapters.world import HttpWorld
 
-        return HttpWorld(self.settings.world_url, self.http, reader=reader, clock=self.clock)
+        return HttpWorld(self.settings.world_url, self.http, reader=reader, clock=self.clock, people=self.authority)
 
     @cached_property
     def world(self) -> World:

@@ -14,8 +14,12 @@ The matrix: a buyer up to 100, a plant manager up to 1,000, a director and a fin
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,8 +27,9 @@ import pytest
 
 from e2e.scenario import JSON, Scenario, ok
 from replenisher.domain.authority import order_digest
+from replenisher.domain.credentials import issue
 from replenisher.inbound.signing import secret_for, signed_headers
-from support import RegisteredService, eventually
+from support import RegisteredService, eventually, personal_token
 
 pytestmark = pytest.mark.e2e
 
@@ -36,8 +41,11 @@ async def started(scenario: Scenario, price: float) -> str:
     return run_id
 
 
-async def approve(scenario: Scenario, run_id: str, person: str, *, revision_back: int = 0) -> None:
-    """`person` approves the PO the run waits on, as the CLI's `approve --as` sends it."""
+async def approve(
+    scenario: Scenario, run_id: str, person: str, *, revision_back: int = 0, credential: str | None = None
+) -> None:
+    """`person` approves the PO the run waits on, as the CLI's `approve --as` sends it: with their
+    personal token (`credential`, else a fresh one of theirs)."""
     request = await scenario.pending_approval(within=30)
     state = (await scenario.run_view(run_id))["state"]
     digest = order_digest(
@@ -54,6 +62,7 @@ async def approve(scenario: Scenario, run_id: str, person: str, *, revision_back
         "approved": True,
         "person": person,
         "digest": digest,
+        "credential": credential if credential is not None else personal_token(person),
     }
     ok(await scenario.deliver("approval", decision))
 
@@ -89,6 +98,8 @@ async def test_a_buyer_below_the_total_is_refused_and_the_plant_manager_then_ord
 ) -> None:
     run_id = await started(scenario, price=4.0)
     assert (await scenario.run_view(run_id))["state"]["people_matrix"] is True
+    request = await scenario.pending_approval(within=30)
+    assert request["approver"] == "pia", "the inbox is asked for the lowest limit that covers 380: pia's"
     await approve(scenario, run_id, "bo")
     hit = await refused(scenario, run_id, "the order's total 380.00 is above bo's limit of 100.00")
     assert hit["source"] == "operator"
@@ -103,6 +114,8 @@ async def test_above_the_threshold_one_approval_orders_nothing_and_a_second_diff
     people_service: RegisteredService, scenario: Scenario
 ) -> None:
     run_id = await started(scenario, price=20.0)
+    request = await scenario.pending_approval(within=30)
+    assert request["approver"] == "cy, dee", "above the threshold the inbox is asked for two people"
     await approve(scenario, run_id, "dee")
 
     async def one_signature() -> bool:
@@ -157,3 +170,72 @@ async def test_the_inbox_system_names_the_person_it_acts_for_through_the_signed_
     assert [o["quantity"] for o in await ordered(scenario)] == [95]
     approval = (await scenario.run_view(run_id))["state"]["approval"]
     assert [s["person"] for s in approval["signatures"]] == ["pia"] and approval["channel"].startswith("manager")
+
+
+@contextlib.contextmanager
+def matrix_edited(service: RegisteredService, extra: str) -> Iterator[None]:
+    """The service's matrix file with `extra` added while the service runs, as an admin edits it
+    (no restart: the service re-reads a changed file); the file as it was afterwards, even on failure."""
+    path = Path(service.process.env["REPLENISHER_PEOPLE_FILE"])
+    before = path.read_text()
+    path.write_text(before + extra)
+    try:
+        yield
+    finally:
+        path.write_text(before)
+
+
+def pia_away(starts: str, ends: str) -> str:
+    return f'\n[[delegations]]\nfrom = "pia"\nto = "dee"\nstarts = {starts}\nends = {ends}\n'
+
+
+async def test_a_delegation_added_while_the_service_runs_routes_the_request_to_the_delegate(
+    people_service: RegisteredService, scenario: Scenario
+) -> None:
+    """pia is away over every date the compressed site clock can show: the request meant for her
+    goes to dee, who approves it acting for her; judged from the world's inbox and orders."""
+    with matrix_edited(people_service, pia_away("2000-01-01", "2999-12-31")):
+        run_id = await started(scenario, price=4.0)
+        request = await scenario.pending_approval(within=30)
+        assert request["approver"] == "dee", "pia is away: her delegate is asked"
+        await approve(scenario, run_id, "dee")
+        assert [o["quantity"] for o in await ordered(scenario)] == [95]
+    approval = (await scenario.run_view(run_id))["state"]["approval"]
+    assert [(s["person"], s["acting_for"]) for s in approval["signatures"]] == [("dee", None)], (
+        "dee's own limit covers 380: she signs on it, not on pia's"
+    )
+
+
+async def test_outside_its_dates_a_delegation_changes_nothing(
+    people_service: RegisteredService, scenario: Scenario
+) -> None:
+    leaves = pia_away("2000-01-01", "2000-12-31") + pia_away("2999-01-01", "2999-12-31")
+    with matrix_edited(people_service, leaves):
+        run_id = await started(scenario, price=4.0)
+        request = await scenario.pending_approval(within=30)
+        assert request["approver"] == "pia", "pia's leave is over and the next is far ahead: she is asked"
+        await approve(scenario, run_id, "pia")
+        assert [o["quantity"] for o in await ordered(scenario)] == [95]
+
+
+async def test_on_the_ingress_a_decision_counts_as_a_persons_only_with_their_own_personal_token(
+    people_service: RegisteredService, scenario: Scenario
+) -> None:
+    """Reaching the ingress is not enough to approve as pia: without a token, with bo's, with an
+    expired one or one another key made, the run refuses it and orders nothing; with hers it orders."""
+    run_id = await started(scenario, price=4.0)
+    await approve(scenario, run_id, "pia", credential="")
+    await refused(scenario, run_id, "it is not a personal token")
+    await approve(scenario, run_id, "pia", credential=personal_token("bo"))
+    await refused(scenario, run_id, "the personal token is bo's, not pia's")
+    await approve(scenario, run_id, "pia", credential=personal_token("pia", now=time.time() - 2 * 86_400))
+    await refused(scenario, run_id, "pia's personal token has expired")
+    forged = issue(b"k" * 32, "pia", now=time.time(), days=1)
+    await approve(scenario, run_id, "pia", credential=forged)
+    await refused(scenario, run_id, "the personal token is not one this service's key made")
+    assert await scenario.orders() == [], "no approval without pia's own token"
+    state = (await scenario.run_view(run_id))["state"]
+    kept = json.dumps(state)
+    assert forged not in kept and not re.search(r"rpt_[\w-]{20,}", kept), "no token is kept in the run's state"
+    await approve(scenario, run_id, "pia")
+    assert [o["quantity"] for o in await ordered(scenario)] == [95]

@@ -14,6 +14,7 @@ from datetime import date
 from people.matrices import people_toml
 from replenisher.domain.authority import AuthorityMatrix, parse_authority
 from replenisher.domain.documents import ApprovalDecision, Sender
+from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.policy import OfflinePolicy
 from replenisher.domain.state import State
 from replenisher.domain.tools.approval import approval_digest
@@ -50,10 +51,18 @@ def by(matrix: AuthorityMatrix, person: str, *, stale: bool = False) -> Callable
     return send
 
 
-async def replenish(*approvals: Callable[[State], Envelope], matrix: bool = True) -> tuple[MemoryWorld, State]:
-    world = MemoryWorld(Clock(), {"acme": SupplierSpec(price=4.0)})
+async def replenish(
+    *approvals: Callable[[State], Envelope],
+    matrix: bool = True,
+    people: AuthorityMatrix | None = None,
+    policy: ApprovalPolicy | None = None,
+) -> tuple[MemoryWorld, State]:
+    """A run whose approvals are `approvals`; `people`: the matrix the service has, read for whom to ask."""
+    world = MemoryWorld(Clock(), {"acme": SupplierSpec(price=4.0)}, people=people)
     inbox = Inbox(world, forged_approvals=list(approvals))
-    run = await run_in_memory(OfflinePolicy(), world, inbox, suppliers=["acme"], people_matrix=matrix or None)
+    run = await run_in_memory(
+        OfflinePolicy(), world, inbox, suppliers=["acme"], people_matrix=matrix or None, approval_policy=policy
+    )
     return world, run.state
 
 
@@ -99,3 +108,56 @@ async def test_without_a_matrix_the_worlds_own_approval_orders_as_before() -> No
     world, state = await replenish(matrix=False)
     assert [o.quantity for o in world.orders] == [95]
     assert state.people_matrix is False and state.approval is not None and state.approval.signatures == []
+
+
+# --- whom a request asks ---------------------------------------------------------------------
+
+ALWAYS = "2000-01-01"
+"""A delegation over every date a run here can have (its site date follows the simulated clock)."""
+
+
+def away(person: str, to: str, starts: str, ends: str) -> str:
+    return f'[[delegations]]\nfrom = "{person}"\nto = "{to}"\nstarts = {starts}\nends = {ends}\n'
+
+
+async def test_the_request_asks_the_lowest_limit_that_covers_the_order_and_the_inbox_gets_it() -> None:
+    world, state = await replenish(by(ONE, "pia"), people=ONE)
+    assert [r.approver for r in world.approval_requests] == ["pia"], "bo's 100 does not cover 380; pia's 1,000 does"
+    assert state.approval is not None and state.approval.approver == "pia"
+    asked = next(r for r in state.history if r.tool == "request_approval")
+    assert asked.summary.startswith("asked pia to approve ")
+    assert [o.quantity for o in world.orders] == [95]
+
+
+async def test_above_the_threshold_the_request_asks_two_people() -> None:
+    world, _ = await replenish(by(TWO, "pia"), by(TWO, "cy"), people=TWO)
+    assert [r.approver for r in world.approval_requests] == ["pia, cy"], "the two lowest limits above 380 (by id)"
+    assert [o.quantity for o in world.orders] == [95]
+
+
+async def test_a_delegation_routes_the_request_to_the_delegate_only_inside_its_dates() -> None:
+    inside = parse_authority(people_toml(LIMITS, extra=away("pia", "cy", ALWAYS, "2100-12-31")))
+    world, _ = await replenish(by(inside, "cy"), people=inside)
+    assert [r.approver for r in world.approval_requests] == ["cy"], "pia is away: cy is asked in her place"
+    assert [o.quantity for o in world.orders] == [95]
+    before = parse_authority(people_toml(LIMITS, extra=away("pia", "cy", ALWAYS, "2000-12-31")))
+    world, _ = await replenish(by(before, "pia"), people=before)
+    assert [r.approver for r in world.approval_requests] == ["pia"], "the leave is over: pia is asked again"
+
+
+async def test_a_lapsed_request_goes_to_the_next_approver_not_yet_asked() -> None:
+    lapses = ApprovalPolicy(reminders=(), backup_approver="backup-approver")
+    # No one decides: the world's own approval names no person, so it is refused each time.
+    world, state = await replenish(people=ONE, policy=lapses)
+    assert [r.approver for r in world.approval_requests] == ["pia", "cy"], "the next covering limit, not the backup"
+    assert state.approval is not None and state.approval.escalated_at is not None
+    assert world.orders == []
+
+
+async def test_when_no_one_may_approve_the_total_the_run_says_so_and_orders_nothing() -> None:
+    small = parse_authority(people_toml({"bo": 100.0}))
+    world, state = await replenish(by(small, "bo"), people=small)
+    assert [r.approver for r in world.approval_requests][:1] == ["manager"]
+    asked = next(r for r in state.history if r.tool == "request_approval")
+    assert "no one in the authority matrix may approve a total of 380.00 from acme" in asked.summary
+    assert world.orders == []

@@ -21,7 +21,7 @@ from people.accounts import SESSION_SECRET, people_toml
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import RestateRuntime
-from support import REPO_ROOT, serving
+from support import PERSONAL_TOKEN_KEY_FILE, REPO_ROOT, serving
 
 CHROMIUM = os.environ.get("REPLENISHER_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -98,6 +98,8 @@ def signed_console(
         "REPLENISHER_PEOPLE_FILE": str(people),
         "REPLENISHER_CONSOLE_SESSION_SECRET": SESSION_SECRET,
         "REPLENISHER_CONSOLE_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        # The key a service under this matrix checks the console's decisions with (test_console_routing_browser).
+        "REPLENISHER_PERSONAL_TOKEN_KEY_FILE": str(PERSONAL_TOKEN_KEY_FILE),
     }
     factory = "replenisher.console.app:create_app()"
     app = HypercornApp(factory, port, env, name="signed-console", log_path=log_dir / "signed-console.log")

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from operator_support import setup_lasting_quotes
+from operator_support import Cli, setup_lasting_quotes
 
 from e2e.scenario import Scenario
 from people.accounts import SESSION_SECRET
@@ -23,7 +23,7 @@ from replenisher.identity.passwords import hash_password
 from replenisher.operations.audit import read_day
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
-from support import RegisteredService, eventually, serving
+from support import PERSONAL_TOKEN_KEY_FILE, RegisteredService, eventually, serving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 PASSWORD = "a long enough passphrase"
@@ -46,6 +46,8 @@ def team_console(
         "REPLENISHER_PEOPLE_FILE": str(people),
         "REPLENISHER_CONSOLE_SESSION_SECRET": SESSION_SECRET,
         "REPLENISHER_CONSOLE_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        # The service's key: the console signs the decisions it sends with the person's token.
+        "REPLENISHER_PERSONAL_TOKEN_KEY_FILE": str(PERSONAL_TOKEN_KEY_FILE),
     }
     app = HypercornApp("replenisher.console.app:create_app()", port, env, name="team-console",
                        log_path=log_dir / "team-console.log")  # fmt: skip
@@ -83,8 +85,12 @@ async def test_above_the_threshold_two_people_sign_in_the_console_and_the_run_ch
     po = (await scenario.pending_approval())["po_number"]
     pia, dee, cy = [await signed_in(team_console, who) for who in ("pia", "dee", "cy")]
     try:
-        # The plant manager's limit (1,000) is below the total: her card says so.
-        assert "You cannot approve this" in (await pia.get("/inbox")).text
+        # The plant manager's limit (1,000) is below the total: her card says so. The request asks
+        # the two people whose limits cover it: their cards say it is theirs, hers does not.
+        page = (await pia.get("/inbox")).text
+        assert "You cannot approve this" in page and "asked: cy, dee" in page and "asked of you" not in page
+        for client in (dee, cy):
+            assert "asked of you" in (await client.get("/inbox")).text
 
         done = await approve(dee, po)
         assert done.status_code == 303, done.text
@@ -120,3 +126,43 @@ async def test_above_the_threshold_two_people_sign_in_the_console_and_the_run_ch
     finally:
         for client in (pia, dee, cy):
             await client.aclose()
+
+
+async def test_a_token_made_on_the_tokens_page_lets_the_cli_approve_as_that_person(
+    team_console: HypercornApp, scenario: Scenario, cli: Cli, operator_env: dict[str, str]
+) -> None:
+    await setup_lasting_quotes(scenario, price=4.0)  # 380: within pia's 1,000
+    run_id = (await scenario.check())["started"]
+    await scenario.pending_approval()
+    pia = await signed_in(team_console, "pia")
+    try:
+        page = await pia.get("/tokens")
+        assert page.status_code == 200 and "Make a token" in page.text, page.text
+        csrf = re.search(r"name=csrf value='([^']+)'", page.text)
+        assert csrf
+        forged = await pia.post("/tokens", data={"days": "1"})  # no CSRF token: as a cross-site form would
+        assert forged.status_code == 403 and "rpt_" not in forged.text
+        wrong = await pia.post("/tokens", data={"csrf": csrf.group(1), "days": "9999"})
+        assert wrong.status_code == 400 and "at most 366 days" in wrong.text
+        made = await pia.post("/tokens", data={"csrf": csrf.group(1), "days": "1"})
+        assert made.status_code == 200 and made.headers["cache-control"].startswith("no-store")
+        token = re.search(r"<pre class=token><code>(rpt_[\w.-]+)</code></pre>", made.text)
+        assert token, made.text
+        assert "rpt_" not in (await pia.get("/tokens")).text, "shown once"
+    finally:
+        await pia.aclose()
+
+    approved = await cli("approve", scenario.sku, "--up-to", "4", env={"REPLENISHER_PERSONAL_TOKEN": token.group(1)})
+    assert approved.code == 0 and "read it and carried on:" in approved.out, approved
+    orders = await eventually(scenario.orders, timeout=60, what="pia's approval from the CLI to order")
+    assert [o["quantity"] for o in orders] == [95]
+    assert [s["person"] for s in (await scenario.run_view(run_id))["state"]["approval"]["signatures"]] == ["pia"]
+
+    async def audited() -> list[str] | None:
+        async with httpx.AsyncClient() as client:
+            read = await read_day(operator_env["REPLENISHER_INGRESS_URL"], day_of(time.time()), client=client)
+        made = [e.what for e in read.entries if e.event == "personal_token_made" and e.who == "pia"]
+        return made or None
+
+    said = await eventually(audited, timeout=60, what="the token's making in the audit log")
+    assert said[-1].startswith("a personal token until ")

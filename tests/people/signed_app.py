@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from replenisher.identity.matrix_file import MatrixFile
+from replenisher.adapters.people_file import MatrixFile
 from replenisher.identity.settings import OidcSettings, SignInSettings
 from replenisher.identity.web import SignIn, small_form
 from replenisher.templating import render

@@ -207,3 +207,25 @@ def test_decisions_messages_and_requests_without_the_new_fields_keep_their_bytes
     level = stock()
     assert "people_matrix" not in RunRequest(stock=level, day_seconds=1.0).model_dump(mode="json")
     assert RunRequest(stock=level, day_seconds=1.0, people_matrix=True).model_dump(mode="json")["people_matrix"]
+
+
+# --- whom a request asks (`AuthorityMatrix.to_ask`) ---------------------------------------------
+
+
+def test_a_request_asks_the_lowest_limit_that_covers_it_and_as_many_people_as_it_needs() -> None:
+    assert MATRIX.to_ask(500, "acme", date(2026, 12, 6)) == ("bo",)
+    assert MATRIX.to_ask(5000, "acme", date(2026, 12, 6)) == ("pia",), "bo's 1,000 does not cover it"
+    assert MATRIX.to_ask(30000, "acme", date(2026, 12, 6)) == ("cy", "dee"), "above 20,000: two people"
+    assert MATRIX.to_ask(500_000, "acme", date(2026, 12, 6)) == (), "no one's limit covers it"
+
+
+def test_a_request_goes_to_the_delegate_only_inside_the_delegations_dates() -> None:
+    # dee is away 2026-12-07..2026-12-11 (inclusive), pia acting for her.
+    days = {d: MATRIX.to_ask(30000, "acme", date(2026, 12, d)) for d in (6, 7, 11, 12)}
+    assert days == {6: ("cy", "dee"), 7: ("cy", "pia"), 11: ("cy", "pia"), 12: ("cy", "dee")}
+
+
+def test_the_next_people_asked_leave_out_those_already_asked_or_signed() -> None:
+    assert MATRIX.to_ask(5000, "acme", date(2026, 12, 6), skip=frozenset({"pia"})) == ("cy",)
+    assert MATRIX.to_ask(30000, "acme", date(2026, 12, 6), skip=frozenset({"cy"}), wanted=1) == ("dee",)
+    assert MATRIX.to_ask(30000, "acme", date(2026, 12, 6), skip=frozenset({"cy", "dee"})) == ()

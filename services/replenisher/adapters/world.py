@@ -11,7 +11,7 @@ from replenisher.adapters.http import LoopClient
 from replenisher.adapters.manager import HttpManagerInbox
 from replenisher.adapters.suppliers import HttpSuppliers
 from replenisher.domain.extraction import OfflineReplyReader
-from replenisher.domain.ports import Clock, ReplyReader
+from replenisher.domain.ports import Clock, ReplyReader, Roster
 
 
 class HttpWorld:
@@ -26,6 +26,7 @@ class HttpWorld:
         client: httpx.AsyncClient | LoopClient | None = None,
         reader: ReplyReader | None = None,
         clock: Clock = time.time,
+        people: Roster | None = None,
     ) -> None:
         self.base_url = base_url
         shared = client if client is not None else LoopClient()
@@ -34,3 +35,4 @@ class HttpWorld:
         self.manager = HttpManagerInbox(base_url, shared)
         self.reader: ReplyReader = reader or OfflineReplyReader()
         self.clock: Clock = clock
+        self.people: Roster | None = people

@@ -31,12 +31,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from replenisher.adapters.people_file import MatrixFile
 from replenisher.asgi_body import BodyTooLarge, read_body
 from replenisher.console import pages
 from replenisher.console.settings import ConsoleSettings
 from replenisher.domain.audit import AuditRecord
 from replenisher.domain.authority import Person, Refusal
-from replenisher.identity.matrix_file import MatrixFile
+from replenisher.domain.credentials import BadToken, issue, load_token_key
 from replenisher.identity.web import SignIn
 from replenisher.operations.audit import append_audit, read_day
 from replenisher.operations.catalogue import ErpCatalogue
@@ -60,6 +61,8 @@ from replenisher.timeline.html import render_html
 from replenisher.timeline.model import Timeline
 
 log = logging.getLogger(__name__)
+DECISION_TOKEN_DAYS = 5 / 1440
+"""The console signs each decision it sends with a personal token of five minutes."""
 
 MAX_FORM_BYTES = 16_384
 MANAGER = "manager (console)"
@@ -125,8 +128,12 @@ class Console:
         self.people: MatrixFile | None = None
         self.sign_in: SignIn | None = None
         signing: list[Route] = []
+        self.token_key: bytes | None = None
+        """Makes personal tokens (`domain.credentials`): for the CLI, and for this console's own decisions."""
         if self.settings.sign_in is not None:
             self.people = MatrixFile(self.settings.sign_in.people_file)
+            if self.settings.sign_in.personal_token_key_file is not None:
+                self.token_key = load_token_key(self.settings.sign_in.personal_token_key_file)
             self.sign_in = SignIn(self.settings.sign_in, self.people.current, render, audit=self.audit, now=now)
             signing = self.sign_in.routes()
         # The console's stylesheet and scripts, and the timeline's stylesheet (its package is a namespace one:
@@ -142,6 +149,7 @@ class Console:
                 Route("/skus", self.page(self.skus), methods=["GET"]),
                 Route("/spend", self.page(self.spend), methods=["GET"]),
                 Route("/audit", self.page(self.audit_page), methods=["GET"]),
+                Route("/tokens", self.page(self.tokens_page), methods=["GET", "POST"]),
                 Route("/skus/{sku}", self.page(self.sku), methods=["GET"]),
                 Route("/skus/{sku}/runs/{n:int}", self.page(self.run), methods=["GET"]),
                 Route("/skus/{sku}/runs/{n:int}/fragment", self.page(self.fragment), methods=["GET"]),
@@ -349,6 +357,7 @@ class Console:
                 note=form.get("note", "")[:2000],
                 by=by,
                 person=person_id,  # a run under the matrix checks the person, and the PO's digest sent with it
+                credential=self.decision_token(person_id),
                 token=form["token"],
                 now=self.now(),
             )
@@ -433,6 +442,46 @@ class Console:
             await append_audit(self.settings.ingress_url, record, client=self.http)
         except OperatorError as e:
             log.error("audit entry not written (%s): %s", e, record.model_dump_json())
+
+    def decision_token(self, person_id: str | None) -> str | None:
+        """A short-lived personal token for a decision this console sends for `person_id` (signed in)."""
+        if person_id is None or self.token_key is None:
+            return None
+        return issue(self.token_key, person_id, now=self.now(), days=DECISION_TOKEN_DAYS)
+
+    async def tokens_page(self, request: Request, seen: Seen) -> Response:
+        """Personal tokens for the CLI: a person who may approve makes one for themselves, shown once."""
+        if self.sign_in is None:
+            return error(404, "personal tokens need sign-in (REPLENISHER_PEOPLE_FILE)")
+        person = self.sign_in.require(request, "approve")
+        made: str | None = None
+        flash: tuple[str, str] | None = None
+        status = 200
+        if request.method == "POST":
+            form = await form_of(request)
+            self.sign_in.check_post(request, form)
+            if self.token_key is None:
+                flash, status = (
+                    ("error", "this console has no REPLENISHER_PERSONAL_TOKEN_KEY_FILE to make tokens with"),
+                    409,
+                )
+            else:
+                try:
+                    days = float(form.get("days", "") or "nan")
+                    made = issue(self.token_key, person.id, now=self.now(), days=days)
+                except ValueError as e:  # a `BadToken` (a length out of range) or no number
+                    flash, status = (
+                        ("error", f"no token made: {e if isinstance(e, BadToken) else 'days is a number'}"),
+                        400,
+                    )
+                else:
+                    until = datetime.fromtimestamp(self.now() + days * 86_400, UTC).strftime("%Y-%m-%d %H:%M UTC")
+                    await self.audit("personal_token_made", person.id, request, f"a personal token until {until}")
+                    flash = ("ok", f"made a personal token for {person.id}, valid until {until}: copy it now")
+        body = pages.tokens_page(
+            made, self.token_key is not None, flash, service_down=seen.service_down, visitor=seen.visitor
+        )
+        return html(body, status, headers=NO_STORE)
 
     async def audit_page(self, request: Request, seen: Seen) -> Response:
         """A day of the audit log (UTC; today by default), with its chain checked."""

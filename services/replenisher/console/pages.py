@@ -326,6 +326,21 @@ def utc_time(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S")
 
 
+def tokens_page(
+    made: str | None,
+    can_make: bool,
+    flash: tuple[str, str] | None,
+    *,
+    service_down: Health | None = None,
+    visitor: Visitor | None = None,
+) -> str:
+    """Making a personal token for the CLI; `made`, the one just made, is shown this once."""
+    return page(
+        "tokens.html", "Personal tokens", "tokens", flash, service_down=service_down, visitor=visitor,
+        made=made, can_make=can_make,
+    )  # fmt: skip
+
+
 def audit_page(
     read: AuditDayRead, day: date, *, service_down: Health | None = None, visitor: Visitor | None = None
 ) -> str:

@@ -22,6 +22,7 @@ SIGN_IN_ENV = {
     "session_secret": SESSION_SECRET_ENV,
     "public_url": PUBLIC_URL_ENV,
     "session_hours": "REPLENISHER_CONSOLE_SESSION_HOURS",
+    "personal_token_key_file": "REPLENISHER_PERSONAL_TOKEN_KEY_FILE",
 }
 OIDC_ENV = {
     "issuer": "REPLENISHER_OIDC_ISSUER",

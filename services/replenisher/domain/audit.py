@@ -34,6 +34,7 @@ AuditEvent = Literal[
     "matrix_refused",
     "settings_changed",
     "delegation",
+    "personal_token_made",
 ]
 Outcome = Literal["done", "refused", "failed"]
 

@@ -22,13 +22,22 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
-from replenisher.domain.documents import PersonId, SupplierId
+from replenisher.domain.documents import PersonId, SupplierId, without_unset
 
 Role = Literal["approver", "operator", "viewer", "admin"]
 Action = Literal["view", "approve", "operate", "administer"]
@@ -64,6 +73,17 @@ class Person(BaseModel):
     password_hash: PasswordHash | None = Field(
         default=None, description="for signing in to the console without an identity provider", repr=False
     )
+    tokens_not_before: datetime | None = Field(
+        default=None,
+        description="personal tokens made before this instant do not count (how a lost token is revoked)",
+    )
+
+    @field_validator("tokens_not_before")
+    @classmethod
+    def _an_instant(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("needs a time zone (e.g. 2026-12-05T09:00:00Z): it is compared with instants")
+        return value
 
     @model_validator(mode="after")
     def _limits_need_the_role(self) -> Person:
@@ -210,6 +230,14 @@ class AuthorityMatrix(BaseModel):
                 return p
         raise KeyError(person_id)
 
+    def current(self) -> AuthorityMatrix:
+        """This matrix (a `MatrixFile` gives the one its file holds now): either can be read the same way."""
+        return self
+
+    def tokens_not_before(self, person_id: str) -> float | None:
+        person = self.find(person_id)
+        return person.tokens_not_before.timestamp() if person and person.tokens_not_before else None
+
     def find(self, person_id: str) -> Person | None:
         return next((p for p in self.people if p.id == person_id), None)
 
@@ -262,6 +290,15 @@ class AuthorityMatrix(BaseModel):
             if who not in asked:
                 asked.append(who)
         return asked
+
+    def to_ask(
+        self, total: float, supplier: str, day: date, *, skip: frozenset[str] = frozenset(), wanted: int | None = None
+    ) -> tuple[PersonId, ...]:
+        """Whom a request for this order goes to on `day`: as many people as it needs signatures
+        (`wanted`, else all of them), in `approvers_for`'s order, leaving out `skip` (those already
+        asked or signed). Empty when no one left may approve it."""
+        wanted = self.signatures_needed(total) if wanted is None else wanted
+        return tuple(p for p in self.approvers_for(total, supplier, day) if p not in skip)[: max(wanted, 0)]
 
     def sign(
         self,
@@ -359,11 +396,19 @@ class Standing(BaseModel):
     own: Limits = Field(default_factory=lambda: Limits(approver=False))
     acting_for: tuple[Limits, ...] = Field(default=(), description="for each person away that day they stand in for")
     two_person_threshold: float | None = None
+    refused: str | None = Field(
+        default=None, description="why the decision does not count as this person's at all (their token did not)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Journaled (the standing step, the message to the run): written as before when not refused.
+        return without_unset(handler(self), "refused")
 
     @property
     def approver(self) -> bool:
         """May decide on a purchase at all: holds the approver role, or acts for someone who does."""
-        return self.known and (self.own.approver or any(a.approver for a in self.acting_for))
+        return self.known and not self.refused and (self.own.approver or any(a.approver for a in self.acting_for))
 
     def signatures_needed(self, total: float) -> int:
         threshold = self.two_person_threshold
@@ -373,6 +418,8 @@ class Standing(BaseModel):
         """The narrowest authority this person holds that covers `total` from `supplier`, or why none does."""
         if not self.known:
             return Refusal(reason=f"{self.person!r} is not one of the people in the authority matrix")
+        if self.refused:
+            return Refusal(reason=self.refused)
         options = [
             Authority(person=self.person, limit=limits.for_supplier(supplier), acting_for=limits.acting_for)
             for limits in (self.own, *self.acting_for)

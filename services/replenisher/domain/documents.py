@@ -203,11 +203,17 @@ class ApprovalDecision(PartyMessage):
         default=None, description="the person of the authority matrix who decides (checked against it by the run)"
     )
     digest: Digest | None = Field(default=None, description="order_digest of the PO's terms the person approves")
+    credential: str | None = Field(
+        default=None,
+        max_length=1024,
+        repr=False,
+        description="the person's personal token (domain.credentials), for a decision sent on the internal ingress",
+    )
 
     @model_serializer(mode="wrap")
     def _without_unnamed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Written as before when no person is named: decisions without one keep their bytes.
-        return without_unset(handler(self), "person", "digest")
+        return without_unset(handler(self), "person", "digest", "credential")
 
 
 class SupplierReply(PartyMessage):

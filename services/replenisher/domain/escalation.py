@@ -55,7 +55,8 @@ class Reminder(BaseModel):
     @property
     def key(self) -> str:
         """The idempotency key: one reminder per approver, PO and point, however often it is retried."""
-        return f"{self.po_number}-{self.approver}-remind-{self.label}"
+        # A request asking two people names them "a, b": the key keeps to header-friendly characters.
+        return f"{self.po_number}-{self.approver.replace(', ', '+')}-remind-{self.label}"
 
 
 class ReminderSent(BaseModel):

@@ -8,6 +8,7 @@ Errors: an answer that will not change on retry raises `Rejected`; anything else
 
 from __future__ import annotations
 
+from datetime import date
 from typing import TYPE_CHECKING, Protocol
 
 from replenisher.domain.documents import (
@@ -94,9 +95,21 @@ class Clock(Protocol):
     def __call__(self) -> float: ...
 
 
+class Roster(Protocol):
+    """Who may approve what (`domain.authority.AuthorityMatrix`), as a request reads it: whom to ask."""
+
+    def to_ask(
+        self, total: float, supplier: str, day: date, *, skip: frozenset[str] = ..., wanted: int | None = ...
+    ) -> tuple[str, ...]: ...
+
+    def signatures_needed(self, total: float) -> int: ...
+
+
 class World(Protocol):
     erp: Erp
     suppliers: Suppliers
     manager: ManagerInbox
     reader: ReplyReader
     clock: Clock
+    people: Roster | None
+    """The authority matrix this service was given, read when a request picks whom it asks; None: none."""

@@ -34,9 +34,10 @@ def redacted_payload(payload: dict[str, Any]) -> dict[str, Any]:
     messages, shown by `status`) never hold it, or reading status would be enough to answer
     for the manager.
     """
-    if "token" not in payload:
+    if "token" not in payload and "credential" not in payload:
         return payload
-    return {**payload, "token": WITHHELD}
+    # A person's token is withheld as well: it proves who they are for as long as it lasts.
+    return {**payload, **{k: WITHHELD for k in ("token", "credential") if k in payload}}
 
 
 def without_secrets(state: State) -> State:

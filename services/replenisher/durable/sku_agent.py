@@ -15,13 +15,15 @@ from datetime import timedelta
 from typing import Any
 
 import restate
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretBytes, ValidationError
 from restate import ObjectContext, ObjectSharedContext
 from restate.exceptions import TerminalError
 
 from replenisher.domain.authority import Standing
+from replenisher.domain.credentials import BadToken, verify
 from replenisher.domain.documents import (
     EVENT_PAYLOADS,
+    OPERATOR_PARTY,
     SKU_ID,
     ApprovalDecision,
     EventKind,
@@ -267,7 +269,11 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
     routed = record.route(delivery.event, redacted_payload(payload), arrived_at, sender)
     if routed is not None:
         assert record.active is not None
-        standing = await standing_of(ctx, document, arrived_at) if isinstance(document, ApprovalDecision) else None
+        standing = None
+        if isinstance(document, ApprovalDecision):
+            standing = await standing_of(ctx, document, sender, arrived_at)
+            # The token proved who sent it; the run needs only the standing read with it.
+            payload = document.model_copy(update={"credential": None}).model_dump(mode="json")
         message = Message(
             event=routed.event, seq=routed.seq, payload=payload, sender=sender, arrived_at=arrived_at, standing=standing
         )
@@ -282,19 +288,46 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
     )
 
 
-async def standing_of(ctx: ObjectContext, decision: ApprovalDecision, arrived_at: float) -> Standing | None:
+async def standing_of(
+    ctx: ObjectContext, decision: ApprovalDecision, sender: Sender, arrived_at: float
+) -> Standing | None:
     """The standing of the person a decision names, read from the authority matrix on the site date it
     arrived, as a journaled step: a replay reads the same standing even if the file changed since.
-    None when it names no one or this service has no matrix (a run that needs one then refuses it)."""
+    None when it names no one or this service has no matrix (a run that needs one then refuses it).
+
+    The inbox system's word (the manager's party, under the door's stamp) names its person; on the
+    internal ingress (the CLI, the console) the decision counts as the person's only with their
+    personal token (`domain.credentials`): else the standing says why not, and the run refuses it."""
     matrix = wiring().authority
     if decision.person is None or matrix is None:
         return None
     person, day = decision.person, settings().clock.local(arrived_at).date()
+    key = settings().personal_token_key
 
     async def read() -> Standing:
-        return matrix.standing(person, day)
+        current = matrix.current()
+        standing = current.standing(person, day)
+        if sender.party != OPERATOR_PARTY or not standing.known:
+            return standing
+        refused = token_refusal(decision.credential, person, key, arrived_at, current.tokens_not_before(person))
+        return standing.model_copy(update={"refused": refused}) if refused else standing
 
     return await step(ctx, names.standing(person), Standing, read)
+
+
+def token_refusal(
+    token: str | None, person: str, key: SecretBytes | None, now: float, not_before: float | None
+) -> str | None:
+    """Why a decision on the ingress does not count as `person`'s, or None when their token checks."""
+    if key is None:
+        return "this service has no personal token key (REPLENISHER_PERSONAL_TOKEN_KEY_FILE) to check who sent it"
+    if token is None:
+        return f"it comes without {person}'s personal token (make one in the console: Personal tokens)"
+    try:
+        verify(key.get_secret_value(), token, person=person, now=now, not_before=not_before)
+    except BadToken as e:
+        return str(e)
+    return None
 
 
 def door_key() -> bytes | None:

@@ -42,6 +42,11 @@ class SignInSettings(BaseModel):
     )
     session_hours: float = Field(default=8.0, gt=0, le=24 * 7)
     oidc: OidcSettings | None = None
+    personal_token_key_file: Path | None = Field(
+        default=None,
+        description="the key the service checks personal tokens with (its REPLENISHER_PERSONAL_TOKEN_KEY_FILE): "
+        "with it the console makes them, for the CLI, and signs its own decisions with one",
+    )
 
     @field_validator("session_secret")
     @classmethod

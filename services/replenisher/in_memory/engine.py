@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from replenisher.domain.archive import RunArchive
 from replenisher.domain.decisions import Decider, DeciderTerms, Decision, Refusal
 from replenisher.domain.documents import EventKind, StockLevel
+from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.outcomes import ReplenishmentResult, result_of
 from replenisher.domain.ports import Rejected
@@ -158,11 +159,18 @@ async def run_in_memory(
     on_hand: int = 5,
     until: Callable[[State], bool] | None = None,
     people_matrix: bool | None = None,
+    approval_policy: ApprovalPolicy | None = None,
 ) -> Run:
-    """`people_matrix`: the run starts with an authority matrix in force (its approvals must name people)."""
+    """`people_matrix`: the run starts with an authority matrix in force (its approvals must name people);
+    `approval_policy`: its reminders and backup approver (none, unless given)."""
     stock = StockLevel(sku=SKU, on_hand=on_hand, safety_stock=20, target_stock=100, suppliers=suppliers)
     request = RunRequest(
-        stock=stock, day_seconds=DAY, memory=memory, decider_terms=terms or DeciderTerms(), people_matrix=people_matrix
+        stock=stock,
+        day_seconds=DAY,
+        memory=memory,
+        decider_terms=terms or DeciderTerms(),
+        people_matrix=people_matrix,
+        approval_policy=approval_policy or ApprovalPolicy.none(),
     )
     engine = MemoryEngine(run_id_of(SKU, run_number), decider, world, inbox, until=until)
     sink = MemorySink()

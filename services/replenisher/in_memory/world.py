@@ -42,7 +42,7 @@ from replenisher.domain.documents import (
     StockLevel,
 )
 from replenisher.domain.extraction import OfflineReplyReader
-from replenisher.domain.ports import Rejected, ReplyReader
+from replenisher.domain.ports import Rejected, ReplyReader, Roster
 from replenisher.domain.state import State
 from replenisher.domain.tools import Wait
 from replenisher.loop.request import Envelope
@@ -176,6 +176,7 @@ class MemoryWorld:
         *,
         sku: str = SKU,
         policy: ManagerPolicy | None = None,
+        people: Roster | None = None,
     ) -> None:
         self.clock = clock
         self.timeline = Timeline(clock)
@@ -192,6 +193,8 @@ class MemoryWorld:
         self.suppliers = self
         self.manager = self
         self.reader: ReplyReader = reader or OfflineReplyReader()
+        self.people: Roster | None = people
+        """The authority matrix a request under one reads whom to ask from."""
         self.quote_requests: list[tuple[str, QuoteRequest]] = []
         """Each quote request as the agent sent it (the world keeps the call, not its note)."""
 

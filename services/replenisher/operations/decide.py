@@ -7,6 +7,7 @@ A decision goes where every manager decision goes: the SKU's address on Restate'
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import time
 
@@ -74,6 +75,7 @@ async def decide(
     by: str = "manager",
     token: str | None = None,
     person: str | None = None,
+    credential: str | None = None,
     now: float,
 ) -> Decided:
     """Approve (up to a price) or reject the SKU's pending PO. `token`, when given, must be the
@@ -120,6 +122,7 @@ async def decide(
         note=note,
         person=person,
         digest=(pending.digest or None) if person is not None else None,
+        credential=credential,
     )
     sent = Decided(
         sku=pending.sku,
@@ -139,6 +142,8 @@ async def decide(
     # retried request delivers once.
     key = f"manager-{pending.token}-{'approve' if approved else 'reject'}-{up_to}"
     key += f"-{person}" if person is not None else ""
+    # And per token of theirs: sent again with a new one (the first had expired), it is a new delivery.
+    key += f"-{hashlib.sha256(credential.encode()).hexdigest()[:16]}" if credential else ""
     try:
         answer = await client.deliver(pending.sku, "approval", decision.model_dump(mode="json"), idempotency_key=key)
     except Accepted as e:

@@ -118,6 +118,11 @@ class PendingApproval(BaseModel):
     def total(self) -> float:
         return self.quantity * self.unit_price
 
+    @property
+    def asked(self) -> list[str]:
+        """The people the request asks by name (under the authority matrix, "a, b" when it needs two)."""
+        return self.approver.split(", ")
+
     def age(self, now: float) -> float:
         """How long ago the quote behind it was put to the manager."""
         return max(now - self.requested_at, 0.0)

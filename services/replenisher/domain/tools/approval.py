@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import secrets
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from replenisher.domain.arrival import Arrival
 from replenisher.domain.authority import Refusal, Signature, Standing, order_digest
@@ -25,7 +25,7 @@ from replenisher.domain.documents import (
     ApprovalRequest,
     new_approval_token,
 )
-from replenisher.domain.escalation import Reminder, ReminderSent
+from replenisher.domain.escalation import PRIMARY_APPROVER, Reminder, ReminderSent
 from replenisher.domain.ports import World
 from replenisher.domain.state import Approval, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
@@ -50,6 +50,7 @@ class Escalated(BaseModel):
 class ApprovalRequested(BaseModel):
     request: ApprovalRequest
     requested_at: float
+    unrouted: str = Field(default="", description="why the request asks no named person though a matrix is in force")
 
 
 class RequestApproval(Call[NoArgs, ApprovalRequested]):
@@ -71,6 +72,9 @@ class RequestApproval(Call[NoArgs, ApprovalRequested]):
         assert state.po is not None and state.approval_token
         quote = next((q for q in state.quotes if q.quote_id == state.po.quote_id), None)
         now = world.clock()
+        total = state.po.quantity * state.po.unit_price
+        # Under the matrix, whom to ask is read here, inside the journaled step: a replay asks the same people.
+        asked, unrouted = routed(state, world, total, state.po.supplier, now)
         request = ApprovalRequest(
             po_number=state.po.po_number,
             sku=state.sku,
@@ -81,15 +85,20 @@ class RequestApproval(Call[NoArgs, ApprovalRequested]):
             expires_at=quote.valid_until if quote else now,
             token=state.approval_token or "",
             run_id=state.run_id,
+            approver=", ".join(asked) if asked else PRIMARY_APPROVER,
         )
         await world.manager.request_approval(request)
-        return ApprovalRequested(request=request, requested_at=now)
+        return ApprovalRequested(request=request, requested_at=now, unrouted=unrouted)
 
     def apply(self, state: State, args: NoArgs, result: ApprovalRequested) -> str:
-        state.approval = Approval(request=result.request, requested_at=result.requested_at)
+        request = result.request
+        state.approval = Approval(request=request, requested_at=result.requested_at, approver=request.approver)
         state.approval_rounds += 1
-        state.last_failure = None
-        return f"asked the manager to approve {result.request.po_number} at {result.request.unit_price:.2f}"
+        state.last_failure = result.unrouted or None
+        who = "the manager" if request.approver == PRIMARY_APPROVER else request.approver
+        return f"asked {who} to approve {request.po_number} at {request.unit_price:.2f}" + (
+            f" ({result.unrouted})" if result.unrouted else ""
+        )
 
 
 class WaitForApproval(Wait[ApprovalDecision]):
@@ -260,11 +269,19 @@ class WaitForApproval(Wait[ApprovalDecision]):
         return escalates(state)
 
     async def escalate(self, state: State, world: World) -> Escalated:
-        assert state.approval is not None and state.approval_policy.backup_approver is not None
+        approval = state.approval
+        assert approval is not None and state.approval_policy.backup_approver is not None
+        # Under the matrix: the next people whose limit covers the order, not yet asked; then the backup.
+        backup = state.approval_policy.backup_approver
+        if state.people_matrix and world.people is not None:
+            request, total = approval.request, order_total(approval)
+            day = state.clock.local(world.clock()).date()
+            skip = frozenset({*approval.approver.split(", "), *(s.person for s in approval.signatures)})
+            wanted = max(world.people.signatures_needed(total) - len(approval.signatures), 1)
+            nxt = world.people.to_ask(total, request.supplier, day, skip=skip, wanted=wanted)
+            backup = ", ".join(nxt) if nxt else backup
         # Drawn inside the journaled step: a replay reads the same token back, never a new one.
-        request = state.approval.request.model_copy(
-            update={"token": new_approval_token(), "approver": state.approval_policy.backup_approver}
-        )
+        request = approval.request.model_copy(update={"token": new_approval_token(), "approver": backup})
         await world.manager.request_approval(request)
         return Escalated(request=request, at=world.clock())
 
@@ -278,6 +295,20 @@ class WaitForApproval(Wait[ApprovalDecision]):
         approval.reminded = []
         approval.escalated_at = result.at
         state.approval_token = result.request.token
+
+
+def routed(state: State, world: World, total: float, supplier: str, now: float) -> tuple[tuple[str, ...], str]:
+    """Whom a new request asks, under the run's authority matrix: the people `Roster.to_ask` names on
+    the site date (a delegate for one away). Outside a matrix, or when no one may approve the total,
+    it asks the manager's channel as before, and the second part says why no one was named."""
+    if not state.people_matrix:
+        return (), ""
+    if world.people is None:
+        return (), "no authority matrix on this service to name an approver from"
+    asked = world.people.to_ask(total, supplier, state.clock.local(now).date())
+    if not asked:
+        return (), f"no one in the authority matrix may approve a total of {total:,.2f} from {supplier}"
+    return asked, ""
 
 
 def order_total(approval: Approval) -> float:
