@@ -112,7 +112,8 @@ def describe(matrix: AuthorityMatrix) -> str:
         limits = f", up to {p.limit:,.2f}" if p.may("approve") else ""
         limits += "".join(f", {s}: {v:,.2f}" for s, v in sorted(p.supplier_limits.items()))
         sign_in = "password" if p.password_hash else "company account"
-        lines.append(f"  {p.id} ({p.name}, {p.email}): {', '.join(p.roles)}{limits}; signs in with {sign_in}")
+        revoked = f"; personal tokens made before {p.tokens_not_before.isoformat()} void" if p.tokens_not_before else ""
+        lines.append(f"  {p.id} ({p.name}, {p.email}): {', '.join(p.roles)}{limits}; signs in with {sign_in}{revoked}")
     threshold = matrix.two_person_threshold
     lines.append(f"two approvers above {threshold:,.2f}" if threshold is not None else "one approver for any amount")
     for d in matrix.delegations:

@@ -229,3 +229,18 @@ def test_the_next_people_asked_leave_out_those_already_asked_or_signed() -> None
     assert MATRIX.to_ask(5000, "acme", date(2026, 12, 6), skip=frozenset({"pia"})) == ("cy",)
     assert MATRIX.to_ask(30000, "acme", date(2026, 12, 6), skip=frozenset({"cy"}), wanted=1) == ("dee",)
     assert MATRIX.to_ask(30000, "acme", date(2026, 12, 6), skip=frozenset({"cy", "dee"})) == ()
+
+
+def test_tokens_not_before_takes_an_instant_with_its_zone_and_check_says_what_it_voids() -> None:
+    from replenisher.domain.authority import AuthorityFileError
+    from replenisher.people_command import describe
+
+    ana = people_toml({"ana": 1000})
+    revoked = parse_authority(ana + "tokens_not_before = 2026-12-05T14:00:00Z\n")
+    assert revoked.tokens_not_before("ana") == 1796479200.0 and revoked.tokens_not_before("bo") is None
+    assert "ana (Ana, ana@plant.example): approver, up to 1,000.00; signs in with company account; personal " in (
+        describe(revoked)
+    )
+    assert "tokens made before 2026-12-05T14:00:00+00:00 void" in describe(revoked)
+    with pytest.raises(AuthorityFileError, match="person 'ana': tokens_not_before: needs a time zone"):
+        parse_authority(ana + "tokens_not_before = 2026-12-05T14:00:00\n")
