@@ -53,7 +53,6 @@ SKU_AGENT = "SkuAgent"
 REPLENISH = "Replenish"
 RUN_ARCHIVE = "RunArchive"
 RUN = "run"  # the handler a run runs in
-AUDIT_LOG = "AuditLog"
 # The key of each service's metadata, given at discovery, that holds the code version
 # (REPLENISHER_CODE_VERSION) of the deployment serving it: Restate keeps it per deployment.
 CODE_VERSION_METADATA = "replenisher.code_version"
