@@ -18,11 +18,11 @@ import pytest_asyncio
 
 from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin, register_deployment
-from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import RestatePorts, free_port
+from replenisher.stack.local import SERVICE_APP
+from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp, service_server
 from replenisher.stack.runtime import BinaryRuntime
-from support import REPO_ROOT, RESTATE_TEST_ENV, eventually, service_env, world_env
+from support import eventually, own_restate_and_world, service_env
 
 pytestmark = pytest.mark.e2e
 
@@ -51,25 +51,8 @@ class Upgrade:
 @pytest.fixture(scope="module")
 def upgrade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgrade]:
     base = tmp_path_factory.mktemp("upgrade")
-    restate = BinaryRuntime(
-        RestatePorts.free(),
-        base / "data",
-        RESTATE_TEST_ENV,
-        log_path=base / "restate.log",
-        config_file=REPO_ROOT / "restate.toml",
-    )
-    world = HypercornApp(
-        WORLD_APP, free_port(), world_env(restate.ingress_url), name="world", log_path=base / "world.log"
-    )
-    try:
-        restate.start()
-        restate.wait_ready()
-        world.start()
-        world.wait_ready()
+    with own_restate_and_world(base) as (restate, world):
         yield Upgrade(restate, world, base)
-    finally:
-        world.stop()
-        restate.stop()
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -20,11 +20,12 @@ from operator_support import CliResult
 
 from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin, register_deployment
-from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import RestatePorts, free_port
+from replenisher.stack.install import ensure_restate
+from replenisher.stack.local import SERVICE_APP
+from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp, service_server
 from replenisher.stack.runtime import BinaryRuntime
-from support import REPO_ROOT, RESTATE_TEST_ENV, service_env, world_env
+from support import own_restate_and_world, service_env
 
 
 @dataclass
@@ -32,11 +33,12 @@ class DeploymentStack:
     restate: BinaryRuntime
     world: HypercornApp
     log_dir: Path
-    services: list[HypercornApp] = field(default_factory=list)
+    services: dict[str, HypercornApp] = field(default_factory=dict)
 
     @property
     def env(self) -> dict[str, str]:
         return {
+            "COLUMNS": "150",
             "REPLENISHER_INGRESS_URL": self.restate.ingress_url,
             "REPLENISHER_ADMIN_URL": self.restate.admin_url,
             "REPLENISHER_WORLD_URL": self.world.url,
@@ -46,18 +48,20 @@ class DeploymentStack:
     def admin(self) -> Admin:
         return Admin(self.restate.admin_url)
 
-    def deploy(self, version: str) -> str:
-        """The service with REPLENISHER_CODE_VERSION=`version` on a new port, registered: its deployment id."""
+    def deploy(self, version: str, name: str | None = None) -> str:
+        """The service with REPLENISHER_CODE_VERSION=`version` on a new port, registered: its deployment id.
+        `name` (default: the version) names its process in `services` and its log."""
+        name = name or version
         env = service_env(self.world.url, {"REPLENISHER_CODE_VERSION": version})
         app = HypercornApp(
             SERVICE_APP,
             free_port(),
             env,
-            name=f"replenisher-{version}",
-            log_path=self.log_dir / f"replenisher-{version}.log",
+            name=f"replenisher-{name}",
+            log_path=self.log_dir / f"replenisher-{name}.log",
             server=service_server(),
         )
-        self.services.append(app)
+        self.services[name] = app
         app.start()
         app.wait_ready()
         return register_deployment(self.restate.admin_url, self.restate.deployment_uri(app.port)).id
@@ -75,12 +79,16 @@ class DeploymentStack:
 
     async def cli(self, *args: str, stdin: str = "", timeout: float = 60) -> CliResult:  # noqa: ASYNC109
         """`replenisher ARGS...` against this stack, as a person runs it, `stdin` typed in."""
+        return await self._run([sys.executable, "-m", "replenisher.cli", *args], stdin, timeout)
+
+    async def restate_cli(self, *args: str, timeout: float = 60) -> CliResult:  # noqa: ASYNC109
+        """`restate ARGS...` (Restate's own CLI) against this stack's admin API."""
+        return await self._run([str(ensure_restate().cli), *args], "", timeout)
+
+    async def _run(self, argv: list[str], stdin: str, timeout: float) -> CliResult:  # noqa: ASYNC109
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "replenisher.cli",
-            *args,
-            env={**os.environ, **self.env, "COLUMNS": "150"},
+            *argv,
+            env={**os.environ, **self.env, "RESTATE_ADMIN_URL": self.restate.admin_url, "NO_COLOR": "1"},
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -96,25 +104,10 @@ class DeploymentStack:
 
 @contextmanager
 def deployment_stack(base: Path) -> Iterator[DeploymentStack]:
-    restate = BinaryRuntime(
-        RestatePorts.free(),
-        base / "data",
-        RESTATE_TEST_ENV,
-        log_path=base / "restate.log",
-        config_file=REPO_ROOT / "restate.toml",
-    )
-    world = HypercornApp(
-        WORLD_APP, free_port(), world_env(restate.ingress_url), name="world", log_path=base / "world.log"
-    )
-    stack = DeploymentStack(restate, world, base)
-    try:
-        restate.start()
-        restate.wait_ready()
-        world.start()
-        world.wait_ready()
-        yield stack
-    finally:
-        for app in stack.services:
-            app.stop()
-        world.stop()
-        restate.stop()
+    with own_restate_and_world(base) as (restate, world):
+        stack = DeploymentStack(restate, world, base)
+        try:
+            yield stack
+        finally:
+            for app in stack.services.values():
+                app.stop()

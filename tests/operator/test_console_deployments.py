@@ -13,6 +13,7 @@ import httpx
 import pytest
 from deployment_stack import DeploymentStack, deployment_stack
 
+from people import accounts
 from people.accounts import SESSION_SECRET
 from replenisher.identity.passwords import hash_password
 from replenisher.stack.ports import free_port
@@ -21,34 +22,23 @@ from support import eventually, serving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
-PASSWORDS = {"olga": "olga's long passphrase", "vic": "vic's long passphrase"}
+PASSWORDS = {**accounts.PASSWORDS, "olga": "olga's long passphrase"}
 CONSOLE = "replenisher.console.app:create_app()"
 
 
 def people_toml() -> str:
-    """Olga, an operator; Vic, a viewer; and an approver (a matrix must have one), who never signs in here."""
-    return f"""
-[[people]]
-id = "ana"
-name = "Ana Lindqvist"
-email = "ana@plant.example"
-roles = ["approver"]
-limit = 1000
-
+    """The sign-in tests' Ana (an approver) and Vic (a viewer), and Olga, an operator."""
+    return (
+        accounts.people_toml(with_passwords=("vic",))
+        + f"""
 [[people]]
 id = "olga"
 name = "Olga Operator"
 email = "olga@plant.example"
 roles = ["operator"]
 password_hash = "{hash_password(PASSWORDS["olga"])}"
-
-[[people]]
-id = "vic"
-name = "Vic Auditor"
-email = "vic@plant.example"
-roles = ["viewer"]
-password_hash = "{hash_password(PASSWORDS["vic"])}"
 """
+    )
 
 
 @pytest.fixture(scope="module")
