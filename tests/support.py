@@ -313,6 +313,18 @@ def own_restate_and_world(base: Path) -> Iterator[tuple[BinaryRuntime, Hypercorn
         restate.stop()
 
 
+def versioned_service(world_url: str, version: str, log_path: Path, name: str | None = None) -> HypercornApp:
+    """The replenisher service with REPLENISHER_CODE_VERSION=`version` on a free port (not started),
+    under the suite's server, as a new deployment of that code would run."""
+    from replenisher.stack.local import SERVICE_APP
+    from replenisher.stack.ports import free_port
+    from replenisher.stack.processes import service_server
+
+    env = service_env(world_url, {"REPLENISHER_CODE_VERSION": version})
+    name = f"replenisher-{name or version}"
+    return HypercornApp(SERVICE_APP, free_port(), env, name=name, log_path=log_path, server=service_server())
+
+
 @contextmanager
 def serving(app: HypercornApp) -> Iterator[HypercornApp]:
     """The app started and answering its health check, and stopped afterwards, even on failure."""

@@ -18,11 +18,9 @@ import pytest_asyncio
 
 from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin, register_deployment
-from replenisher.stack.local import SERVICE_APP
-from replenisher.stack.ports import free_port
-from replenisher.stack.processes import HypercornApp, service_server
+from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import BinaryRuntime
-from support import eventually, own_restate_and_world, service_env
+from support import eventually, own_restate_and_world, versioned_service
 
 pytestmark = pytest.mark.e2e
 
@@ -34,15 +32,7 @@ class Upgrade:
     log_dir: Path
 
     def service(self, version: str) -> HypercornApp:
-        env = service_env(self.world.url, {"REPLENISHER_CODE_VERSION": version})
-        app = HypercornApp(
-            SERVICE_APP,
-            free_port(),
-            env,
-            name=f"replenisher-{version}",
-            log_path=self.log_dir / f"{version}.log",
-            server=service_server(),
-        )
+        app = versioned_service(self.world.url, version, self.log_dir / f"{version}.log")
         app.start()
         app.wait_ready()
         return app

@@ -21,11 +21,9 @@ from operator_support import CliResult
 from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin, register_deployment
 from replenisher.stack.install import ensure_restate
-from replenisher.stack.local import SERVICE_APP
-from replenisher.stack.ports import free_port
-from replenisher.stack.processes import HypercornApp, service_server
+from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import BinaryRuntime
-from support import own_restate_and_world, service_env
+from support import own_restate_and_world, versioned_service
 
 
 @dataclass
@@ -52,15 +50,7 @@ class DeploymentStack:
         """The service with REPLENISHER_CODE_VERSION=`version` on a new port, registered: its deployment id.
         `name` (default: the version) names its process in `services` and its log."""
         name = name or version
-        env = service_env(self.world.url, {"REPLENISHER_CODE_VERSION": version})
-        app = HypercornApp(
-            SERVICE_APP,
-            free_port(),
-            env,
-            name=f"replenisher-{name}",
-            log_path=self.log_dir / f"replenisher-{name}.log",
-            server=service_server(),
-        )
+        app = versioned_service(self.world.url, version, self.log_dir / f"replenisher-{name}.log", name)
         self.services[name] = app
         app.start()
         app.wait_ready()
