@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from replenisher.domain.credentials import issue, new_token_key, parse_token_key
 from replenisher.stack.admin import find_deployment, register_deployment
 from replenisher.stack.processes import DEFAULT_READY_TIMEOUT, HypercornApp
-from replenisher.stack.runtime import RestateRuntime
+from replenisher.stack.runtime import BinaryRuntime, RestateRuntime
 
 T = TypeVar("T")
 
@@ -296,6 +296,45 @@ def inbound_endpoint(
 
     env = inbound_env(ingress_url, secrets_file, world_url, extra)
     return HypercornApp(INBOUND_APP, free_port(), env, name=name, log_path=log_dir / f"{name}.log")
+
+
+@contextmanager
+def own_restate_and_world(base: Path) -> Iterator[tuple[BinaryRuntime, HypercornApp]]:
+    """Restate (restate.toml with the tests' settings) and the world on free ports, data and logs under
+    `base`, for a module that registers deployments of its own (which would change where every later
+    call of the session's stack goes); both stopped afterwards, even on failure."""
+    from replenisher.stack.local import WORLD_APP
+    from replenisher.stack.ports import RestatePorts, free_port
+    from replenisher.stack.runtime import BinaryRuntime
+
+    restate = BinaryRuntime(
+        RestatePorts.free(), base / "data", RESTATE_TEST_ENV, log_path=base / "restate.log",
+        config_file=REPO_ROOT / "restate.toml",
+    )  # fmt: skip
+    world = HypercornApp(
+        WORLD_APP, free_port(), world_env(restate.ingress_url), name="world", log_path=base / "world.log"
+    )
+    try:
+        restate.start()
+        restate.wait_ready()
+        world.start()
+        world.wait_ready()
+        yield restate, world
+    finally:
+        world.stop()
+        restate.stop()
+
+
+def versioned_service(world_url: str, version: str, log_path: Path, name: str | None = None) -> HypercornApp:
+    """The replenisher service with REPLENISHER_CODE_VERSION=`version` on a free port (not started),
+    under the suite's server, as a new deployment of that code would run."""
+    from replenisher.stack.local import SERVICE_APP
+    from replenisher.stack.ports import free_port
+    from replenisher.stack.processes import service_server
+
+    env = service_env(world_url, {"REPLENISHER_CODE_VERSION": version})
+    name = f"replenisher-{name or version}"
+    return HypercornApp(SERVICE_APP, free_port(), env, name=name, log_path=log_path, server=service_server())
 
 
 @contextmanager

@@ -75,6 +75,7 @@ commands people use daily:
   replay RUN|FILE [--all]    re-decide recorded runs with a decider, from their archives (never the world)
   people check FILE          check the team's authority matrix; `people hash-password` for a password_hash
   audit [--since DAY]        the audit log: decisions, refusals, sign-ins (text, csv or json)
+  deployments [prune]        each deployment's code version and runs in flight; remove drained ones
   up / down / demo           the local stack, and the demo
 """
 
@@ -751,11 +752,13 @@ def parser() -> argparse.ArgumentParser:
         if name == "watch":
             cmd.add_argument("--every", type=float, metavar="DAYS", help="business days between checks")
 
+    from replenisher.deployments_command import add_parser as add_deployments
     from replenisher.people_command import add_parsers as add_people
     from replenisher.replay_command import add_parser as add_replay
 
     add_replay(sub, common)
     add_people(sub, common)
+    add_deployments(sub, common)
 
     console = sub.add_parser("console", parents=[common], help="serve the manager's web console")
     console.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: keep it private)")
@@ -841,6 +844,10 @@ def _main(argv: Iterable[str] | None) -> int:
         from replenisher.people_command import run_audit, run_people
 
         return run_people(args) if args.command == "people" else run_audit(args, ingress_url(args))
+    if args.command == "deployments":
+        from replenisher.deployments_command import run as run_deployments
+
+        return run_deployments(args, ingress_url(args), admin_url(args))
     if args.command == "replay":
         from replenisher.replay_command import run as run_replay
 

@@ -18,11 +18,9 @@ import pytest_asyncio
 
 from e2e.scenario import Scenario
 from replenisher.stack.admin import Admin, register_deployment
-from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import HypercornApp, service_server
+from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import BinaryRuntime
-from support import REPO_ROOT, RESTATE_TEST_ENV, eventually, service_env, world_env
+from support import eventually, own_restate_and_world, versioned_service
 
 pytestmark = pytest.mark.e2e
 
@@ -34,15 +32,7 @@ class Upgrade:
     log_dir: Path
 
     def service(self, version: str) -> HypercornApp:
-        env = service_env(self.world.url, {"REPLENISHER_CODE_VERSION": version})
-        app = HypercornApp(
-            SERVICE_APP,
-            free_port(),
-            env,
-            name=f"replenisher-{version}",
-            log_path=self.log_dir / f"{version}.log",
-            server=service_server(),
-        )
+        app = versioned_service(self.world.url, version, self.log_dir / f"{version}.log")
         app.start()
         app.wait_ready()
         return app
@@ -51,25 +41,8 @@ class Upgrade:
 @pytest.fixture(scope="module")
 def upgrade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgrade]:
     base = tmp_path_factory.mktemp("upgrade")
-    restate = BinaryRuntime(
-        RestatePorts.free(),
-        base / "data",
-        RESTATE_TEST_ENV,
-        log_path=base / "restate.log",
-        config_file=REPO_ROOT / "restate.toml",
-    )
-    world = HypercornApp(
-        WORLD_APP, free_port(), world_env(restate.ingress_url), name="world", log_path=base / "world.log"
-    )
-    try:
-        restate.start()
-        restate.wait_ready()
-        world.start()
-        world.wait_ready()
+    with own_restate_and_world(base) as (restate, world):
         yield Upgrade(restate, world, base)
-    finally:
-        world.stop()
-        restate.stop()
 
 
 @pytest_asyncio.fixture(loop_scope="session")

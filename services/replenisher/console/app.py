@@ -42,6 +42,7 @@ from replenisher.identity.web import SignIn
 from replenisher.operations.audit import append_audit, read_day
 from replenisher.operations.catalogue import ErpCatalogue
 from replenisher.operations.decide import BadDecision, decide
+from replenisher.operations.deployments import overview
 from replenisher.operations.inbox import (
     ManagerInbox,
     NoPendingApproval,
@@ -150,6 +151,7 @@ class Console:
                 Route("/spend", self.page(self.spend), methods=["GET"]),
                 Route("/audit", self.page(self.audit_page), methods=["GET"]),
                 Route("/tokens", self.page(self.tokens_page), methods=["GET", "POST"]),
+                Route("/deployments", self.page(self.deployments), methods=["GET"]),
                 Route("/skus/{sku}", self.page(self.sku), methods=["GET"]),
                 Route("/skus/{sku}/runs/{n:int}", self.page(self.run), methods=["GET"]),
                 Route("/skus/{sku}/runs/{n:int}/fragment", self.page(self.fragment), methods=["GET"]),
@@ -212,7 +214,13 @@ class Console:
             return None
         person = self.sign_in.require(request, "view")
         csrf = self.sign_in.csrf_token(request)
-        return pages.Visitor(person=person.id, name=person.name, may_approve=person.may("approve"), csrf=csrf)
+        return pages.Visitor(
+            person=person.id,
+            name=person.name,
+            may_approve=person.may("approve"),
+            may_operate=person.may("operate"),
+            csrf=csrf,
+        )
 
     def page(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         """A page's endpoint: the request's own view of Restate (asked once whether the service is
@@ -498,6 +506,16 @@ class Console:
         read = await read_day(self.settings.ingress_url, day.isoformat(), client=self.http)
         page = pages.audit_page(read, day, service_down=seen.service_down, visitor=seen.visitor)
         return html(page)
+
+    async def deployments(self, request: Request, seen: Seen) -> Response:
+        """The registered deployments and what runs on each: for operators and admins when people sign in."""
+        if self.sign_in is not None:
+            self.sign_in.require(request, "operate")
+        query = query_of(request)
+        if query:
+            raise OperatorError(f"bad query: unknown parameter {next(iter(query))!r} (the deployments page takes none)")
+        found = await overview(seen.client)
+        return html(pages.deployments_page(found, service_down=seen.service_down, visitor=seen.visitor))
 
     async def skus(self, request: Request, seen: Seen) -> Response:
         query = SkuQuery.parse(query_of(request))  # before any read: a bad query costs nothing

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from replenisher.domain.sku import SkuRecord, run_id_of, split_run_id
 from replenisher.operations.audit import AuditDayRead
 from replenisher.operations.catalogue import Catalogue, ItemStock
+from replenisher.operations.deployments import Overview
 from replenisher.operations.inbox import PendingApproval
 from replenisher.operations.overview import SkuQuery, SkuRow
 from replenisher.operations.restate.health import Health
@@ -32,6 +33,7 @@ class Visitor(BaseModel):
     person: str
     name: str
     may_approve: bool
+    may_operate: bool = Field(default=False, description="an operator or admin: sees the Deployments page")
     csrf: str = Field(description="the session's token every form this page posts must carry")
     beyond_limit: dict[str, str] = Field(
         default_factory=dict, description="PO number -> why this person may not approve it, and who may"
@@ -356,6 +358,20 @@ def audit_page(
         day=day,
         before=(day - timedelta(days=1)).isoformat(),
         after=(day + timedelta(days=1)).isoformat(),
+    )
+
+
+def deployments_page(found: Overview, *, service_down: Health | None = None, visitor: Visitor | None = None) -> str:
+    """Each registered deployment: its code version, what is in flight on it, drained, safe to remove."""
+    return page(
+        "deployments.html",
+        "Deployments",
+        "deployments",
+        service_down=service_down,
+        visitor=visitor,
+        found=found,
+        drained=sum(d.drained for d in found.deployments),
+        safe=sum(d.safe_to_remove for d in found.deployments),
     )
 
 

@@ -18,6 +18,7 @@ from replenisher.durable.audit_log import audit_log
 from replenisher.durable.contracts import check_addresses
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
+from replenisher.loop import names
 from replenisher.wiring import Wiring, bootstrap, serving
 
 SERVICES = [sku_agent, replenish, run_archive, audit_log]
@@ -36,12 +37,22 @@ def create_app(parts: Wiring | None = None) -> Any:
     parts = parts if parts is not None else bootstrap()
     parts.check()
     check_addresses(SERVICES)
+    stamp_code_version(parts.settings.code_version)
     # With REPLENISHER_IDENTITY_KEYS set, a request not signed by one of those Restate servers gets 401.
     app = restate.app(services=SERVICES, identity_keys=list(parts.settings.identity_keys))
     if is_running_on_lambda():
         return _lambda_served(app, parts)
     # Wrapped so that an attempt Restate dropped stops at once under either server (durable/asgi.py).
     return _served(cancel_on_disconnect(app), parts)
+
+
+def stamp_code_version(version: str) -> None:
+    """Each service tells Restate, at discovery, the code version it runs (in its metadata): Restate
+    keeps it with the deployment, so `replenisher deployments` can say which code each one runs
+    even when no run on it has taken a turn. A process serves one version; the last app made wins."""
+    for service in SERVICES:
+        tag = service.service_tag
+        tag.metadata = {**(tag.metadata or {}), names.CODE_VERSION_METADATA: version}
 
 
 def _served(app: App, parts: Wiring) -> App:

@@ -1,7 +1,7 @@
 """`RunArchive`: one virtual object per run (keyed by run id) holding its archive in K/V state.
 
-A workflow's journal and state go when Restate's retention lapses (a day after the run
-ends); an object's state stays until it is cleared, so the archive outlives the run. While the
+A workflow's journal and state go when Restate's retention lapses (14 and 35 days after the
+run ends: `retention`); an object's state stays until it is cleared, so the archive outlives the run. While the
 run goes, its archive is its own workflow state (key `archive`), written before each wait or
 delay, so a run still going has it up to the wait it is in; when it ends it hands the whole
 archive over with one one-way send (journaled, so exactly once). Only the run writes it
@@ -14,11 +14,12 @@ import restate
 from restate import ObjectContext, ObjectSharedContext, WorkflowContext
 
 from replenisher.domain.archive import Chunk, RunArchive
+from replenisher.durable import retention
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import validated
 from replenisher.loop import names
 
-run_archive = restate.VirtualObject("RunArchive")
+run_archive = restate.VirtualObject("RunArchive", **retention.OBJECT)
 STATE_KEY = "archive"
 
 

@@ -16,10 +16,11 @@ import restate
 from restate import ObjectContext, ObjectSharedContext
 
 from replenisher.domain.audit import AuditDay, AuditEntry, AuditPage, AuditRecord, day_of
+from replenisher.durable import retention
 from replenisher.durable.stored import load_stored
 from replenisher.durable.validation import bad_request, validated
 
-audit_log = restate.VirtualObject("AuditLog")
+audit_log = restate.VirtualObject("AuditLog", **retention.OBJECT)
 INDEX = "index"
 
 

@@ -19,6 +19,7 @@ from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import without_secrets
 from replenisher.domain.sku import parse_run_id
 from replenisher.domain.state import State
+from replenisher.durable import retention
 from replenisher.durable.archive import RestateArchiveSink
 from replenisher.durable.contracts import REPLENISH, SKU_STATUS, Message
 from replenisher.durable.restate_engine import RestateEngine
@@ -31,7 +32,7 @@ from replenisher.wiring import wiring
 
 __all__ = ["AdoptedOrder", "CurrentWait", "Envelope", "Message", "RunRequest", "RunView", "replenish"]
 
-replenish = restate.Workflow(REPLENISH)
+replenish = restate.Workflow(REPLENISH, **retention.OBJECT)
 
 
 class RunView(BaseModel):
@@ -41,7 +42,7 @@ class RunView(BaseModel):
 
 # Only the SKU agent starts a run and delivers its messages: through the ingress, a caller
 # could start a SKU's next run with its own request, or fill a run's message slots first.
-@validated(replenish.main, ingress_private=True)
+@validated(replenish.main, ingress_private=True, workflow_retention=retention.WORKFLOW)
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
     engine = RestateEngine(ctx, sku=request.stock.sku, terms=request.decider_terms, clock=request.started_at)
     # Kept past the journal's retention, for `replenisher replay`.

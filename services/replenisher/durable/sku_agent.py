@@ -35,6 +35,7 @@ from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted_payload
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.waits import WaitOverrides
+from replenisher.durable import retention
 from replenisher.durable.clock import Timed, journaled_time
 from replenisher.durable.contracts import DELIVER_TO_RUN, SKU_AGENT, Message, RoutedArrival, RoutedQuery
 from replenisher.durable.probes import crash_point
@@ -47,7 +48,7 @@ from replenisher.inbound.stamp import vouched_sender
 from replenisher.loop import names
 from replenisher.wiring import settings, wiring
 
-sku_agent = restate.VirtualObject(SKU_AGENT)
+sku_agent = restate.VirtualObject(SKU_AGENT, **retention.OBJECT)
 
 RECORD = names.SKU_RECORD
 

@@ -16,7 +16,8 @@ import httpx
 
 from replenisher.domain.sku import SkuRecord
 from replenisher.domain.state import State
-from replenisher.operations.restate import agents, health, paused, read_models
+from replenisher.operations.restate import agents, deployments, health, paused, read_models
+from replenisher.operations.restate.deployments import InFlight, Registered
 from replenisher.operations.restate.health import Health
 from replenisher.operations.restate.http import RestateHttp
 from replenisher.operations.restate.ingress import PATIENCE, Ingress
@@ -95,6 +96,17 @@ class RestateClient:
     async def paused_of(self, record: SkuRecord) -> list[PausedCall]:
         """The paused calls of a SKU's agent, its active run and its recent runs."""
         return await paused.paused(self.http, paused.paused_keys(record))
+
+    # --- deployments ---------------------------------------------------------------------
+
+    async def registered_deployments(self) -> list[Registered]:
+        return await deployments.registered(self.http)
+
+    async def in_flight(self, deployment_id: str | None = None) -> list[InFlight]:
+        return await deployments.in_flight(self.http, deployment_id)
+
+    async def remove_deployment(self, deployment_id: str) -> None:
+        await deployments.remove(self.http, deployment_id)
 
     # --- the agents ----------------------------------------------------------------------
 

@@ -1,0 +1,103 @@
+"""A stack of its own for the deployments tests: Restate and the world on free ports, and the
+service started under a chosen code version and registered as a new deployment on demand.
+
+Registering a deployment changes where every later call goes, so these tests never use the
+session's stack. Each service is stopped with the stack, even on failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from operator_support import CliResult
+
+from e2e.scenario import Scenario
+from replenisher.stack.admin import Admin, register_deployment
+from replenisher.stack.install import ensure_restate
+from replenisher.stack.processes import HypercornApp
+from replenisher.stack.runtime import BinaryRuntime
+from support import own_restate_and_world, versioned_service
+
+
+@dataclass
+class DeploymentStack:
+    restate: BinaryRuntime
+    world: HypercornApp
+    log_dir: Path
+    services: dict[str, HypercornApp] = field(default_factory=dict)
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "COLUMNS": "150",
+            "REPLENISHER_INGRESS_URL": self.restate.ingress_url,
+            "REPLENISHER_ADMIN_URL": self.restate.admin_url,
+            "REPLENISHER_WORLD_URL": self.world.url,
+        }
+
+    @property
+    def admin(self) -> Admin:
+        return Admin(self.restate.admin_url)
+
+    def deploy(self, version: str, name: str | None = None) -> str:
+        """The service with REPLENISHER_CODE_VERSION=`version` on a new port, registered: its deployment id.
+        `name` (default: the version) names its process in `services` and its log."""
+        name = name or version
+        app = versioned_service(self.world.url, version, self.log_dir / f"replenisher-{name}.log", name)
+        self.services[name] = app
+        app.start()
+        app.wait_ready()
+        return register_deployment(self.restate.admin_url, self.restate.deployment_uri(app.port)).id
+
+    @asynccontextmanager
+    async def scenario(self, name: str) -> AsyncIterator[Scenario]:
+        timeout = httpx.Timeout(30.0, connect=5.0)
+        async with (
+            httpx.AsyncClient(base_url=self.restate.ingress_url, timeout=timeout) as ingress,
+            httpx.AsyncClient(base_url=self.world.url, timeout=timeout) as world,
+        ):
+            scenario = Scenario(ingress, world, name)
+            await scenario.setup()
+            yield scenario
+
+    async def cli(self, *args: str, stdin: str = "", timeout: float = 60) -> CliResult:  # noqa: ASYNC109
+        """`replenisher ARGS...` against this stack, as a person runs it, `stdin` typed in."""
+        return await self._run([sys.executable, "-m", "replenisher.cli", *args], stdin, timeout)
+
+    async def restate_cli(self, *args: str, timeout: float = 60) -> CliResult:  # noqa: ASYNC109
+        """`restate ARGS...` (Restate's own CLI) against this stack's admin API."""
+        return await self._run([str(ensure_restate().cli), *args], "", timeout)
+
+    async def _run(self, argv: list[str], stdin: str, timeout: float) -> CliResult:  # noqa: ASYNC109
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            env={**os.environ, **self.env, "RESTATE_ADMIN_URL": self.restate.admin_url, "NO_COLOR": "1"},
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout)
+        except TimeoutError:
+            process.kill()
+            raise
+        assert process.returncode is not None
+        return CliResult(process.returncode, out.decode(), err.decode())
+
+
+@contextmanager
+def deployment_stack(base: Path) -> Iterator[DeploymentStack]:
+    with own_restate_and_world(base) as (restate, world):
+        stack = DeploymentStack(restate, world, base)
+        try:
+            yield stack
+        finally:
+            for app in stack.services.values():
+                app.stop()

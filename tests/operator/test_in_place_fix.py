@@ -1,0 +1,121 @@
+"""Fixing runs that already wait (docs/deploying/upgrading.md, "Fixing runs that already wait"),
+with the page's commands run as written, through a real stack of its own.
+
+Two runs wait for the manager on deployment A. The fix, B, is registered beside it under A's code
+version; C, under another version, too. One run is paused and resumed on B; the other on C, where
+Restate refuses to replay it (RT0016: each turn's code version is in the journaled state), so it is
+paused again and resumed on B. A is stopped for good: nothing can run there. Both runs are then
+approved and finish on B, judged from the world's records (one order each, the goods received),
+and A is drained and safe to remove.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from deployment_stack import DeploymentStack, deployment_stack
+from operator_support import CliResult
+
+from support import doc_section, eventually, sh_blocks
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+SECTION = doc_section("deploying/upgrading.md", "## Fixing runs that already wait")
+
+
+def documented() -> list[str]:
+    [block] = sh_blocks(SECTION)
+    return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+LIST, PAUSE, RESUME = documented()
+
+
+async def run_documented(stack: DeploymentStack, command: str, **values: str) -> CliResult:
+    for placeholder, value in values.items():
+        command = command.replace(f"<{placeholder.replace('_', ' ')}>", value)
+    assert "<" not in command, f"a placeholder left in {command!r}"
+    program, *args = shlex.split(command)
+    if program == ".venv/bin/replenisher":
+        result = await stack.cli(*args)
+    else:
+        assert program == ".venv/bin/restate", command
+        result = await stack.restate_cli(*args)
+    assert result.code == 0, f"{command}\n{result}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeploymentStack]:
+    with deployment_stack(tmp_path_factory.mktemp("in-place-fix")) as own:
+        yield own
+
+
+async def invocation(stack: DeploymentStack, run_id: str) -> dict[str, Any]:
+    [row] = await stack.admin.asql(
+        "SELECT id, status, pinned_deployment_id, last_failure, last_failure_error_code FROM sys_invocation "
+        f"WHERE target = 'Replenish/{run_id}/run'"
+    )
+    return row
+
+
+async def test_a_waiting_run_moved_to_the_fixed_deployment_finishes_there_once(stack: DeploymentStack) -> None:
+    a = stack.deploy("v1", name="a")
+    async with stack.scenario("fix-same") as first, stack.scenario("fix-other") as second:
+        runs = {}
+        for scenario in (first, second):
+            run_id = (await scenario.check())["started"]
+            runs[run_id] = (scenario, (await scenario.pending_approval())["po_number"])
+            await scenario.waiting_for(run_id, "wait_for_approval")
+        first_run, second_run = runs
+        for run_id in runs:
+
+            async def suspended(run_id: str = run_id) -> bool:
+                return (await invocation(stack, run_id))["status"] == "suspended"
+
+            await eventually(suspended, timeout=30, what=f"{run_id} suspended in its wait")
+        b = stack.deploy("v1", name="b")
+        c = stack.deploy("v2", name="c")
+
+        listed = json.loads((await run_documented(stack, LIST)).out)
+        [on_a] = [d for d in listed["deployments"] if d["id"] == a]
+        ids = {call["target"]: call["id"] for call in on_a["in_flight"] if call["kind"] == "Replenish"}
+        assert set(ids) == {f"Replenish/{run_id}/run" for run_id in runs}, on_a
+        first_id, second_id = (ids[f"Replenish/{run_id}/run"] for run_id in runs)
+
+        for invocation_id, fixed in ((first_id, b), (second_id, c)):
+            await run_documented(stack, PAUSE, invocation_id=invocation_id)
+            await run_documented(stack, RESUME, invocation_id=invocation_id, fixed_deployment_id=fixed)
+        assert (await invocation(stack, first_run))["pinned_deployment_id"] == b
+        stack.services["a"].stop()  # A is gone: nothing can run there any more
+
+        async def refused_on_c() -> dict[str, Any] | None:
+            row = await invocation(stack, second_run)
+            return row if row["last_failure_error_code"] == "RT0016" else None
+
+        refused = await eventually(refused_on_c, timeout=60, what="Restate to refuse the replay on C")
+        assert refused["pinned_deployment_id"] == c and "'set state'" in refused["last_failure"], refused
+        if refused["status"] != "paused":
+            await run_documented(stack, PAUSE, invocation_id=second_id)
+        await run_documented(stack, RESUME, invocation_id=second_id, fixed_deployment_id=b)
+
+        for scenario, po_number in runs.values():
+            await scenario.decide(po_number, approved=True)
+        for run_id, (scenario, _) in runs.items():
+            assert (await scenario.outcome(run_id, within=90))["outcome"] == "received", run_id
+            orders = await scenario.orders()
+            assert len(orders) == 1, orders
+            assert (await invocation(stack, run_id))["pinned_deployment_id"] == b
+            history = (await scenario.run_view(run_id))["state"]["history"]
+            assert [turn["tool"] for turn in history][-1] == "done" and {turn["code"] for turn in history} == {"v1"}
+
+        async def a_safe() -> bool:
+            result = await stack.cli("deployments", "--json")
+            [d] = [d for d in json.loads(result.out)["deployments"] if d["id"] == a]
+            return bool(d["drained"] and d["safe_to_remove"])
+
+        await eventually(a_safe, timeout=30, what="A drained and safe to remove")
