@@ -37,13 +37,28 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     p.add_argument("--format", choices=["text", "json"], default="text", help="how to print it (text)")
     actions = p.add_subparsers(dest="deployments_command", metavar="ACTION")
     prune_parser = actions.add_parser(
-        "prune", parents=[common], help="remove drained deployments that no service's new calls go to"
+        "prune", parents=[unset(common)], help="remove drained deployments that no service's new calls go to"
     )
     prune_parser.add_argument("ids", nargs="*", metavar="ID", help="only these (each must be safe to remove)")
     prune_parser.add_argument("--yes", action="store_true", help="do not ask before removing")
-    prune_parser.add_argument("--format", choices=["text", "json"], default="text", help="how to print it (text)")
+    prune_parser.add_argument(
+        "--format", choices=["text", "json"], default=argparse.SUPPRESS, help="how to print it (text)"
+    )
     for command in (p, prune_parser):
         command.set_defaults(command_parser=command)
+
+
+def unset(common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`common`'s options for a nested action, with no defaults of their own: given before the action
+    (`deployments --json prune`) they keep their value rather than being reset by the action's parser."""
+    nested = argparse.ArgumentParser(add_help=False)
+    for action in common._actions:
+        kwargs: dict[str, object] = {"default": argparse.SUPPRESS, "help": action.help, "dest": action.dest}
+        if isinstance(action, argparse._StoreTrueAction):
+            nested.add_argument(*action.option_strings, action="store_true", **kwargs)  # type: ignore[arg-type]
+        else:
+            nested.add_argument(*action.option_strings, metavar=action.metavar, **kwargs)  # type: ignore[arg-type]
+    return nested
 
 
 def run(args: argparse.Namespace, ingress_url: str, admin_url: str, ask: Callable[[str], bool] | None = None) -> int:

@@ -113,3 +113,19 @@ async def test_restate_unreachable_is_one_clear_line_and_exit_3(stack: Deploymen
         assert result.code == 3, result
         assert result.err.count("\n") == 1 and "Restate is unreachable" in result.err and "make up" in result.err
         assert result.out == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "as_json", "ingress"),
+    [
+        (["deployments", "--json", "prune"], True, None),
+        (["deployments", "prune", "--json"], True, None),
+        (["deployments", "--ingress-url", "http://restate:8080", "prune", "--yes"], False, "http://restate:8080"),
+        (["deployments", "prune"], False, None),
+    ],
+)
+def test_options_given_before_prune_keep_their_value(argv: list[str], as_json: bool, ingress: str | None) -> None:
+    from replenisher.cli import parser
+
+    args, extra = parser().parse_known_args(argv)
+    assert not extra and (args.json, args.ingress_url, args.deployments_command) == (as_json, ingress, "prune")
