@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from replenisher.stack.admin import AdminError
 from replenisher.stack.local import SERVICE_APP, Stack, StackConfig
 from replenisher.stack.processes import SERVERS, service_server
 from replenisher.upgrade.corpus import SourceError, VersionError, copy_source, stack_source
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     except SourceError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except (VersionError, CopyError, CandidateError) as e:
+    except (VersionError, CopyError, CandidateError, AdminError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_UNUSABLE
     finally:

@@ -114,9 +114,16 @@ def _by_id(admin_url: str, ids: list[str]) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in _rows(admin_url, f"id IN ({listed})")} if ids else {}
 
 
-def _resume(admin_url: str, invocation: str, deployment: str | None = None) -> None:
+def _resume(admin_url: str, invocation: str, deployment: str | None = None, seconds: float = 30.0) -> None:
+    """`restate invocations resume [--deployment]`; a 503 (a partition still electing its leader
+    just after the start) is tried again for up to `seconds`."""
     params = {"deployment": deployment} if deployment else {}
-    response = httpx.patch(f"{admin_url}/invocations/{invocation}/resume", params=params, timeout=30.0)
+    deadline = time.monotonic() + seconds
+    while True:
+        response = httpx.patch(f"{admin_url}/invocations/{invocation}/resume", params=params, timeout=30.0)
+        if response.status_code != 503 or time.monotonic() >= deadline:
+            break
+        time.sleep(_POLL)
     if response.is_error:
         raise AdminError(f"resuming {invocation} failed with HTTP {response.status_code}: {response.text}")
 
@@ -128,6 +135,18 @@ def _wait(admin_url: str, ids: list[str], done: Any, seconds: float) -> dict[str
         rows = _by_id(admin_url, ids)
         if all(i in rows and done(rows[i]) for i in ids) or time.monotonic() >= deadline:
             return rows
+        time.sleep(_POLL)
+
+
+def _quiet(admin_url: str, seconds: float) -> None:
+    """Until no SkuAgent or Replenish invocation is starting or running: the timers that fell due while
+    the data lay copied have fired, and their attempts on the unserved deployment have been paused."""
+    names = ", ".join(f"'{s}'" for s in SERVICES)
+    busy = f"target_service_name IN ({names}) AND status IN ('pending', 'ready', 'running', 'backing-off')"
+    deadline = time.monotonic() + seconds
+    calm = 0
+    while calm < 3 and time.monotonic() < deadline:
+        calm = 0 if _rows(admin_url, busy) else calm + 1
         time.sleep(_POLL)
 
 
@@ -288,6 +307,7 @@ def check(copy: Copy, options: Options) -> Result:
                     f"something answers at {', '.join(served)}, an address this data's deployments record: "
                     "stop the stack the data came from (`make down`) and run the check again"
                 )
+            _quiet(admin, options.settle_seconds)
             before = {row["id"]: row for row in _in_flight(admin)}
             ids = sorted(before)
             for row in before.values():

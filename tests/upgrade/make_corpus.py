@@ -1,0 +1,272 @@
+"""Make the upgrade check's corpus: Restate data with runs waiting at every kind of wait, by this code.
+
+    make upgrade-corpus        # writes tests/fixtures/upgrade/corpus.tar.gz (about half a minute)
+
+A private stack (restate-server, the simulated world, the service; free ports, a temporary dir)
+runs five replenishments waiting at each kind of wait, and SKU agents in each state, on a compressed
+clock of `DAY_SECONDS` per business day that starts on a Monday:
+
+- approval: the manager has not answered (window `APPROVAL_WAIT_DAYS`, first reminder far off);
+- reminder: the manager was reminded and has still not answered (a 300-day window: reminded at 1.5 days);
+- escalation: the manager's window lapsed and the backup approver is asked (a 20-day window);
+- supplier reply: the order is placed and the supplier has not confirmed it;
+- goods: the supplier confirmed and the goods are not in yet;
+- unknown order: the order was taken but its answer lost and the supplier is down since, so the
+  run re-checks the order's status (or, once it gave up, the SKU holds it to reconcile);
+- SKU agents watching with nothing to buy, resting after a rejected order, and unwatched.
+
+Then the stack stops and the archive gets Restate's base dir (`restate-data/`, without RocksDB's
+own info logs) and `upgrade-corpus.json`: the Restate version and the service's settings, which the
+check gives the candidate (a run journals what its code computed from them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+if __package__ in (None, "", "tests.upgrade"):  # `python -m tests.upgrade.make_corpus`: the suite's helpers
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from e2e.scenario import Scenario, ok
+from replenisher.stack.admin import register_deployment
+from replenisher.stack.install import RESTATE_VERSION
+from replenisher.stack.local import SERVICE_APP, WORLD_APP
+from replenisher.stack.ports import RestatePorts, free_port
+from replenisher.stack.processes import AsgiApp, HypercornApp, RestateServer, service_server
+from replenisher.upgrade.corpus import DATA, MANIFEST, NODE_NAME, CorpusManifest
+from support import REPO_ROOT, eventually
+
+CORPUS = REPO_ROOT / "tests" / "fixtures" / "upgrade" / "corpus.tar.gz"
+PER_KIND = 5
+DAY_SECONDS = 2.0
+# Monday 5 January 2026, 00:00 UTC: business days count from the clock's start.
+CALENDAR_ORIGIN = "2026-01-05T00:00:00+00:00"
+APPROVAL_WAIT_DAYS = 3000
+REMINDERS = "0.005,0.5"
+BACKUP = "backup-approver"
+
+
+def service_settings(wall_origin: float) -> dict[str, str]:
+    """The service's settings for the corpus (the world's URL aside): recorded in the manifest."""
+    return {
+        "REPLENISHER_DAY_SECONDS": f"{DAY_SECONDS:g}",
+        "REPLENISHER_CLOCK_WALL_ORIGIN": repr(wall_origin),
+        "REPLENISHER_CLOCK_CALENDAR_ORIGIN": CALENDAR_ORIGIN,
+        "REPLENISHER_CHECK_INTERVAL_DAYS": "3000",
+        "REPLENISHER_STEP_INITIAL_RETRY_MS": "100",
+        "REPLENISHER_STEP_MAX_RETRY_MS": "500",
+        "REPLENISHER_STEP_MAX_ATTEMPTS": "3",
+        "REPLENISHER_APPROVAL_WAIT_DAYS": str(APPROVAL_WAIT_DAYS),
+        "REPLENISHER_REPLY_WAIT_DAYS": "3000",
+        "REPLENISHER_GOODS_GRACE_DAYS": "3000",
+        "REPLENISHER_APPROVAL_REMINDERS": REMINDERS,
+        "REPLENISHER_CODE_VERSION": "corpus",
+    }
+
+
+def world_settings(ingress_url: str, wall_origin: float) -> dict[str, str]:
+    return {
+        "WORLD_INGRESS_URL": ingress_url,
+        "WORLD_DAY_SECONDS": f"{DAY_SECONDS:g}",
+        "WORLD_CLOCK_WALL_ORIGIN": repr(wall_origin),
+        "WORLD_CLOCK_CALENDAR_ORIGIN": CALENDAR_ORIGIN,
+    }
+
+
+async def _approved(s: Scenario, run: str, wait: str) -> None:
+    await s.decide((await s.pending_approval(within=60))["po_number"], approved=True)
+    await s.waiting_for(run, wait, within=60)
+
+
+async def _started(s: Scenario, *, approval: float | None = None, **setup: Any) -> str:
+    await s.setup(**setup)
+    if approval is not None:
+        await s.configure(approval=approval)
+    started = (await s.check())["started"]
+    assert started, f"{s.sku} started no run"
+    return str(started)
+
+
+async def waiting_for_approval(s: Scenario) -> None:
+    run = await _started(s)
+    await s.pending_approval(within=60)
+    await s.waiting_for(run, "wait_for_approval", within=60)
+
+
+async def reminded(s: Scenario) -> None:
+    run = await _started(s, approval=300)
+    po = (await s.pending_approval(within=60))["po_number"]
+
+    async def reminder() -> bool:
+        body = ok(await s.world.get("/manager/reminders", params={"po_number": po}))
+        return bool(body["reminders"])
+
+    await eventually(reminder, timeout=60, what=f"a reminder for {po}")
+    await s.waiting_for(run, "wait_for_approval", within=60)
+
+
+async def escalated(s: Scenario) -> None:
+    run = await _started(s, approval=20)
+
+    async def on_backup() -> bool:
+        view = await s.run_view(run)
+        waiting = view["waiting"] and view["waiting"]["tool"] == "wait_for_approval"
+        return bool(waiting and view["state"]["approval"]["approver"] == BACKUP)
+
+    await eventually(on_backup, timeout=90, what=f"{run} to wait on the backup approver")
+
+
+async def supplier_reply(s: Scenario) -> None:
+    run = await _started(s, reply_days=365)
+    await _approved(s, run, "wait_for_supplier_reply")
+
+
+async def goods(s: Scenario) -> None:
+    run = await _started(s, reply_days=0.5, lead_days=365)
+    await _approved(s, run, "wait_for_goods")
+
+
+async def unknown_order(s: Scenario) -> None:
+    run = await _started(s, reply_days=0.5, lead_days=2)
+    request = await s.pending_approval(within=60)
+    await s.fault(lose_reply_calls=1, down_after_order_calls=1_000_000)
+    await s.decide(request["po_number"], approved=True)
+
+    async def taken_and_waiting() -> bool:
+        if not await s.orders():
+            return False
+        # Re-checking it at growing intervals, or, once the checks are spent, left to the SKU to reconcile.
+        return bool((await s.run_view(run))["waiting"]) or (await s.status()).get("unresolved") is not None
+
+    await eventually(taken_and_waiting, timeout=90, what=f"{run}'s order to be taken and its answer awaited")
+
+
+async def idle(s: Scenario) -> None:
+    await s.setup(on_hand=500)
+    assert (await s.check())["started"] is None
+
+
+async def rested(s: Scenario) -> None:
+    run = await _started(s)
+    await s.decide((await s.pending_approval(within=60))["po_number"], approved=False)
+    await s.outcome(run, within=60)
+
+
+async def unwatched(s: Scenario) -> None:
+    await s.setup(on_hand=500)
+    await s.check()
+    ok(await s.ingress.post(f"/SkuAgent/{s.sku}/unwatch"))
+
+
+Kind = Callable[[Scenario], Awaitable[None]]
+
+
+async def _each(ingress: httpx.AsyncClient, world: httpx.AsyncClient, name: str, kind: Kind, n: int) -> None:
+    await asyncio.gather(*(kind(Scenario(ingress, world, f"{name}{i}")) for i in range(n)))
+
+
+async def drive(ingress_url: str, world_url: str, per_kind: int) -> None:
+    timeout = httpx.Timeout(30.0, connect=5.0)
+    async with (
+        httpx.AsyncClient(base_url=ingress_url, timeout=timeout) as ingress,
+        httpx.AsyncClient(base_url=world_url, timeout=timeout) as world,
+    ):
+        # The slow waits first; the runs waiting for a first answer last, before their first reminder.
+        await asyncio.gather(
+            _each(ingress, world, "escalation", escalated, per_kind),
+            _each(ingress, world, "reminder", reminded, per_kind),
+            _each(ingress, world, "reply", supplier_reply, per_kind),
+            _each(ingress, world, "goods", goods, per_kind),
+            _each(ingress, world, "idle", idle, 2),
+            _each(ingress, world, "rested", rested, 2),
+            _each(ingress, world, "unwatched", unwatched, 2),
+        )
+        # An unknown order is re-checked at growing intervals and then left to the SKU: caught mid-way.
+        await asyncio.gather(
+            _each(ingress, world, "approval", waiting_for_approval, per_kind),
+            _each(ingress, world, "unknown", unknown_order, per_kind),
+        )
+
+
+def _skip_info_logs(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if Path(member.name).name.startswith("LOG") else member
+
+
+def make(out: Path, work: Path, per_kind: int = PER_KIND) -> CorpusManifest:
+    """Run the stack in `work`, stop it, and write the corpus archive to `out`."""
+    wall_origin = time.time()
+    base = work / DATA
+    restate = RestateServer(
+        RestatePorts.free(),
+        base,
+        {"RESTATE_WORKER__INVOKER__INACTIVITY_TIMEOUT": "1s"},
+        log_path=work / "restate.log",
+        config_file=REPO_ROOT / "restate.toml",
+        node_name=NODE_NAME,
+    )
+    world = HypercornApp(
+        WORLD_APP,
+        free_port(),
+        world_settings(restate.ingress_url, wall_origin),
+        name="world",
+        log_path=work / "world.log",
+    )
+    settings = service_settings(wall_origin)
+    service = AsgiApp(
+        SERVICE_APP,
+        free_port(),
+        {**settings, "REPLENISHER_WORLD_URL": world.url},
+        name="service",
+        log_path=work / "service.log",
+        server=service_server(),
+    )
+    try:
+        for process in (restate, world, service):
+            process.start()
+            process.wait_ready(60.0)
+        register_deployment(restate.admin_url, f"http://127.0.0.1:{service.port}")
+        asyncio.run(drive(restate.ingress_url, world.url, per_kind))
+    finally:
+        service.stop()
+        world.stop()
+        restate.stop()
+    manifest = CorpusManifest(
+        restate_version=RESTATE_VERSION,
+        service_env=settings,
+        about=f"made by tests/upgrade/make_corpus.py: {per_kind} runs at each wait, SKU agents in each state",
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out, "w:gz") as archive:
+        archive.add(base, arcname=DATA, filter=_skip_info_logs)
+        text = manifest.model_dump_json(indent=2).encode()
+        info = tarfile.TarInfo(MANIFEST)
+        info.size, info.mtime = len(text), int(time.time())
+        archive.addfile(info, io.BytesIO(text))
+    return manifest
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, nargs="?", default=CORPUS)
+    parser.add_argument("--per-kind", type=int, default=PER_KIND, help=f"runs at each kind of wait ({PER_KIND})")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="upgrade-corpus-") as work:
+        manifest = make(args.out, Path(work), args.per_kind)
+    print(f"{args.out}: {args.out.stat().st_size // 1024} KB; {json.dumps(manifest.about)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
