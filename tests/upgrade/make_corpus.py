@@ -40,7 +40,8 @@ if __package__ in (None, "", "tests.upgrade"):  # `python -m tests.upgrade.make_
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from e2e.scenario import Scenario, ok
-from replenisher.stack.admin import register_deployment
+from replenisher.loop import names
+from replenisher.stack.admin import Admin, register_deployment
 from replenisher.stack.install import RESTATE_VERSION
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import RestatePorts, free_port
@@ -49,7 +50,7 @@ from replenisher.upgrade.corpus import DATA, MANIFEST, NODE_NAME, CorpusManifest
 from support import REPO_ROOT, eventually
 
 CORPUS = REPO_ROOT / "tests" / "fixtures" / "upgrade" / "corpus.tar.gz"
-PER_KIND = 5
+PER_KIND = 6
 DAY_SECONDS = 2.0
 # Monday 5 January 2026, 00:00 UTC: business days count from the clock's start.
 CALENDAR_ORIGIN = "2026-01-05T00:00:00+00:00"
@@ -85,9 +86,35 @@ def world_settings(ingress_url: str, wall_origin: float) -> dict[str, str]:
     }
 
 
+# Every call of a run's or a SKU's read handlers is an invocation Restate journals and logs, and the
+# corpus would keep them all: the waits below read the world's records, and Restate's state by SQL.
+ADMIN: list[Admin] = []
+
+
+async def _state(service: str, key: str, name: str) -> Any:
+    rows = await ADMIN[0].asql(
+        f"SELECT value_utf8 FROM state WHERE service_name = '{service}' AND service_key = '{key}' AND key = '{name}'"
+    )
+    return json.loads(rows[0]["value_utf8"]) if rows else None
+
+
+async def _waiting(s: Scenario, run: str, tool: str, approver: str | None = None) -> None:
+    async def waits() -> bool:
+        waiting = await _state("Replenish", run, names.WAITING)
+        if not (waiting and waiting["tool"] == tool):
+            return False
+        return approver is None or (await _state("Replenish", run, names.STATE))["approval"]["approver"] == approver
+
+    await eventually(waits, timeout=90, what=f"{run} to {tool}")
+
+
+async def _sku(s: Scenario) -> dict[str, Any]:
+    return dict(await _state("SkuAgent", s.sku, names.SKU_RECORD) or {})
+
+
 async def _approved(s: Scenario, run: str, wait: str) -> None:
     await s.decide((await s.pending_approval(within=60))["po_number"], approved=True)
-    await s.waiting_for(run, wait, within=60)
+    await _waiting(s, run, wait)
 
 
 async def _started(s: Scenario, *, approval: float | None = None, **setup: Any) -> str:
@@ -102,7 +129,7 @@ async def _started(s: Scenario, *, approval: float | None = None, **setup: Any) 
 async def waiting_for_approval(s: Scenario) -> None:
     run = await _started(s)
     await s.pending_approval(within=60)
-    await s.waiting_for(run, "wait_for_approval", within=60)
+    await _waiting(s, run, "wait_for_approval")
 
 
 async def reminded(s: Scenario) -> None:
@@ -114,18 +141,17 @@ async def reminded(s: Scenario) -> None:
         return bool(body["reminders"])
 
     await eventually(reminder, timeout=60, what=f"a reminder for {po}")
-    await s.waiting_for(run, "wait_for_approval", within=60)
+    await _waiting(s, run, "wait_for_approval")
 
 
 async def escalated(s: Scenario) -> None:
     run = await _started(s, approval=20)
 
-    async def on_backup() -> bool:
-        view = await s.run_view(run)
-        waiting = view["waiting"] and view["waiting"]["tool"] == "wait_for_approval"
-        return bool(waiting and view["state"]["approval"]["approver"] == BACKUP)
+    async def asked() -> bool:
+        return any(r["request"]["approver"] == BACKUP for r in await s.approval_requests())
 
-    await eventually(on_backup, timeout=90, what=f"{run} to wait on the backup approver")
+    await eventually(asked, timeout=90, what=f"the backup approver to be asked for {run}")
+    await _waiting(s, run, "wait_for_approval", approver=BACKUP)
 
 
 async def supplier_reply(s: Scenario) -> None:
@@ -144,13 +170,15 @@ async def unknown_order(s: Scenario) -> None:
     await s.fault(lose_reply_calls=1, down_after_order_calls=1_000_000)
     await s.decide(request["po_number"], approved=True)
 
-    async def taken_and_waiting() -> bool:
-        if not await s.orders():
-            return False
-        # Re-checking it at growing intervals, or, once the checks are spent, left to the SKU to reconcile.
-        return bool((await s.run_view(run))["waiting"]) or (await s.status()).get("unresolved") is not None
+    async def taken() -> bool:
+        return bool(await s.orders())
 
-    await eventually(taken_and_waiting, timeout=90, what=f"{run}'s order to be taken and its answer awaited")
+    async def awaited() -> bool:
+        # Re-checking it at growing intervals, or, once the checks are spent, left to the SKU to reconcile.
+        return bool(await _state("Replenish", run, names.WAITING)) or (await _sku(s)).get("unresolved") is not None
+
+    await eventually(taken, timeout=90, what=f"{run}'s order to be taken")
+    await eventually(awaited, timeout=90, what=f"{run}'s order's answer to be awaited")
 
 
 async def idle(s: Scenario) -> None:
@@ -161,7 +189,11 @@ async def idle(s: Scenario) -> None:
 async def rested(s: Scenario) -> None:
     run = await _started(s)
     await s.decide((await s.pending_approval(within=60))["po_number"], approved=False)
-    await s.outcome(run, within=60)
+
+    async def ended() -> bool:
+        return any(o["run_id"] == run for o in (await _sku(s)).get("outcomes", []))
+
+    await eventually(ended, timeout=60, what=f"{run} to end")
 
 
 async def unwatched(s: Scenario) -> None:
@@ -237,6 +269,7 @@ def make(out: Path, work: Path, per_kind: int = PER_KIND) -> CorpusManifest:
             process.start()
             process.wait_ready(60.0)
         register_deployment(restate.admin_url, f"http://127.0.0.1:{service.port}")
+        ADMIN[:] = [Admin(restate.admin_url)]
         asyncio.run(drive(restate.ingress_url, world.url, per_kind))
     finally:
         service.stop()
