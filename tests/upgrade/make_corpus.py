@@ -7,7 +7,7 @@ runs five replenishments waiting at each kind of wait, and SKU agents in each st
 clock of `DAY_SECONDS` per business day that starts on a Monday:
 
 - approval: the manager has not answered (window `APPROVAL_WAIT_DAYS`, first reminder far off);
-- reminder: the manager was reminded and has still not answered (a 300-day window: reminded at 1.5 days);
+- reminder: the manager was reminded and has still not answered (a 300-day window: reminded at 3 days);
 - escalation: the manager's window lapsed and the backup approver is asked (a 20-day window);
 - supplier reply: the order is placed and the supplier has not confirmed it;
 - goods: the supplier confirmed and the goods are not in yet;
@@ -55,7 +55,7 @@ DAY_SECONDS = 2.0
 # Monday 5 January 2026, 00:00 UTC: business days count from the clock's start.
 CALENDAR_ORIGIN = "2026-01-05T00:00:00+00:00"
 APPROVAL_WAIT_DAYS = 3000
-REMINDERS = "0.005,0.5"
+REMINDERS = "0.01,0.5"
 BACKUP = "backup-approver"
 
 
@@ -268,7 +268,7 @@ def make(out: Path, work: Path, per_kind: int = PER_KIND) -> CorpusManifest:
         for process in (restate, world, service):
             process.start()
             process.wait_ready(60.0)
-        register_deployment(restate.admin_url, f"http://127.0.0.1:{service.port}")
+        register_deployment(restate.admin_url, service.url)
         ADMIN[:] = [Admin(restate.admin_url)]
         asyncio.run(drive(restate.ingress_url, world.url, per_kind))
     finally:
@@ -278,6 +278,7 @@ def make(out: Path, work: Path, per_kind: int = PER_KIND) -> CorpusManifest:
     manifest = CorpusManifest(
         restate_version=RESTATE_VERSION,
         service_env=settings,
+        deployments=[service.url],
         about=f"made by tests/upgrade/make_corpus.py: {per_kind} runs at each wait, SKU agents in each state",
     )
     out.parent.mkdir(parents=True, exist_ok=True)

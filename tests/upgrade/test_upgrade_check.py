@@ -17,11 +17,13 @@ import re
 import subprocess
 import sys
 import tarfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from replenisher.upgrade.corpus import MANIFEST
+from replenisher.upgrade.corpus import MANIFEST, CorpusManifest
 from support import REPO_ROOT
 from upgrade.make_corpus import make
 
@@ -124,3 +126,39 @@ def test_a_candidate_that_does_not_start_is_exit_3(corpus: Path) -> None:
 def test_a_source_and_from_stack_together_is_exit_2(corpus: Path) -> None:
     done = upgrade_check(str(corpus), "--from-stack")
     assert done.returncode == 2 and "one of them" in done.stderr
+
+
+def test_a_served_deployment_address_stops_the_check_before_restate_starts(corpus: Path, tmp_path: Path) -> None:
+    """Were the address the data's deployment records served (the stack the data came from, still
+    running), Restate on the copy would send that process the runs whose timers fell due. Refused."""
+    with tarfile.open(corpus) as archive:
+        archive.extractall(tmp_path, filter="data")
+    [uri] = CorpusManifest.model_validate_json((tmp_path / MANIFEST).read_text()).deployments
+    port = int(uri.rsplit(":", 1)[1].strip("/"))
+    served = ThreadingHTTPServer(("127.0.0.1", port), BaseHTTPRequestHandler)
+    thread = threading.Thread(target=served.serve_forever, daemon=True)
+    thread.start()
+    try:
+        done = upgrade_check(str(tmp_path))
+    finally:
+        served.shutdown()
+        served.server_close()
+    assert done.returncode == 3
+    assert f"something answers at {uri}" in done.stderr and "make down" in done.stderr
+    assert "upgrade-check:" not in done.stdout
+
+
+COMMITTED = REPO_ROOT / "tests" / "fixtures" / "upgrade" / "corpus.tar.gz"
+
+
+def test_the_committed_corpus_holds_thirty_waiting_runs_and_a_planted_change_breaks_them() -> None:
+    """`make upgrade-check` (CI) shows this code replays the committed corpus; here, that a change
+    that cannot replay it is caught on it too, across every kind of wait it holds."""
+    assert COMMITTED.stat().st_size < 3 * 1024 * 1024, "the corpus grew: see tests/fixtures/upgrade/README.md"
+    done = upgrade_check(str(COMMITTED), "--candidate-app", "tests.upgrade.planted:step_before_wait_app()")
+    counts = summary(done)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert counts["n"] >= 30
+    diverged = [line for line in done.stdout.splitlines() if line.startswith("DIVERGED")]
+    for kind in KINDS:
+        assert any(f"SKU-{kind}" in line for line in diverged), f"no run waiting at {kind} diverged:\n{done.stdout}"

@@ -62,11 +62,19 @@ def run(args: argparse.Namespace) -> int:
     work = Path(tempfile.mkdtemp(prefix="upgrade-check-"))
     try:
         copy = copy_source(_source(args), work)
+        extra: dict[str, str] = {}
+        if args.from_stack:
+            # What `make up` gives the service besides this shell's settings: its address, its door key.
+            stack = StackConfig(state_dir=args.state_dir)
+            copy.manifest.deployments.append(stack.service_url)
+            if stack.door_key_file.is_file() and "REPLENISHER_DOOR_KEY_FILE" not in copy.manifest.service_env:
+                extra["REPLENISHER_DOOR_KEY_FILE"] = str(stack.door_key_file.resolve())
         options = Options(
             candidate_app=args.candidate_app,
             server=args.server or service_server(),
             settle_seconds=args.settle_seconds,
             work=work,
+            extra_env=extra,
         )
         result = check(copy, options)
     except SourceError as e:

@@ -38,6 +38,7 @@ class VersionError(RuntimeError):
 class CorpusManifest(BaseModel):
     restate_version: str = Field(description="the restate-server that wrote the data")
     service_env: dict[str, str] = Field(default_factory=dict, description="REPLENISHER_* the service ran with")
+    deployments: list[str] = Field(default_factory=list, description="where the data's deployments point")
     about: str = ""
 
 

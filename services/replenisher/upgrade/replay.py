@@ -150,8 +150,13 @@ def _quiet(admin_url: str, seconds: float) -> None:
         time.sleep(_POLL)
 
 
-def _served_deployments(admin_url: str) -> list[str]:
-    return [d.uri for d in list_deployments(admin_url) if d.uri and http_answers(d.uri, timeout=0.5)]
+def _served(uris: list[str]) -> None:
+    served = [uri for uri in uris if http_answers(uri, timeout=0.5)]
+    if served:
+        raise CopyError(
+            f"something answers at {', '.join(served)}, an address this data's deployments record: "
+            "stop the stack the data came from (`make down`) and run the check again"
+        )
 
 
 def _start_restate(copy: Copy, options: Options) -> RestateServer:
@@ -296,17 +301,14 @@ def _settle(
 
 def check(copy: Copy, options: Options) -> Result:
     """Replay every in-flight SkuAgent and Replenish invocation of `copy` against the candidate."""
+    # Known before the start (the manifest names them), so no overdue timer reaches a live process.
+    _served(copy.manifest.deployments)
     with Recorder() as recorder:
         restate = _start_restate(copy, options)
         candidate: AsgiApp | None = None
         try:
             admin = restate.admin_url
-            served = _served_deployments(admin)
-            if served:
-                raise CopyError(
-                    f"something answers at {', '.join(served)}, an address this data's deployments record: "
-                    "stop the stack the data came from (`make down`) and run the check again"
-                )
+            _served([d.uri for d in list_deployments(admin) if d.uri])
             _quiet(admin, options.settle_seconds)
             before = {row["id"]: row for row in _in_flight(admin)}
             ids = sorted(before)
