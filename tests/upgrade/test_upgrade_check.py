@@ -10,6 +10,7 @@ saying what to do, and the source left as it was.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -27,7 +28,14 @@ from replenisher.upgrade.corpus import MANIFEST, CorpusManifest
 from support import REPO_ROOT
 from upgrade.make_corpus import make
 
-pytestmark = pytest.mark.e2e
+pytestmark = [
+    pytest.mark.e2e,
+    # The check replays every run's whole journal itself; `make test`'s always-replay pass over the e2e
+    # tests would only make the corpus again with more suspensions.
+    pytest.mark.skipif(
+        bool(os.environ.get("REPLENISHER_TEST_ALWAYS_REPLAY")), reason="the check is a replay of its own"
+    ),
+]
 
 CLI = Path(sys.executable).parent / "replenisher"
 SUMMARY = re.compile(
@@ -38,9 +46,15 @@ KINDS = ("approval", "reminder", "escalation", "reply", "goods")
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("corpus")
-    out = base / "corpus.tar.gz"
-    make(out, base / "work", per_kind=2)
+    """Made once a session: pytest-xdist's workers share it (their base temps share a parent)."""
+    root = tmp_path_factory.getbasetemp()
+    shared = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "upgrade-corpus"
+    shared.mkdir(exist_ok=True)
+    out = shared / "corpus.tar.gz"
+    with (shared / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            make(out, shared / "work", per_kind=2)
     return out
 
 
