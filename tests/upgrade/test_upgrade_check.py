@@ -10,6 +10,7 @@ saying what to do, and the source left as it was.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hashlib
 import json
@@ -22,8 +23,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 
+from e2e.scenario import Scenario
+from replenisher.stack.local import Stack, StackConfig
+from replenisher.stack.ports import RestatePorts, free_port
 from replenisher.upgrade.corpus import MANIFEST, CorpusManifest
 from support import REPO_ROOT
 from upgrade.make_corpus import make
@@ -176,3 +181,42 @@ def test_the_committed_corpus_holds_thirty_waiting_runs_and_a_planted_change_bre
     diverged = [line for line in done.stdout.splitlines() if line.startswith("DIVERGED")]
     for kind in KINDS:
         assert any(f"SKU-{kind}" in line for line in diverged), f"no run waiting at {kind} diverged:\n{done.stdout}"
+
+
+def test_from_stack_refuses_a_running_stack_and_checks_its_runs_once_it_is_stopped(tmp_path: Path) -> None:
+    config = StackConfig(
+        state_dir=tmp_path / "stack",
+        restate=RestatePorts.free(),
+        service_port=free_port(),
+        world_port=free_port(),
+        inbound_port=free_port(),
+        config_file=REPO_ROOT / "restate.toml",
+    )
+    stack = Stack(config)
+    stack.up()
+    try:
+        run = asyncio.run(_waiting_for_approval(config))
+        running = upgrade_check("--from-stack", "--state-dir", str(config.state_dir))
+        assert running.returncode == 3, running.stdout + running.stderr
+        assert "is running: stop it with `make down`" in running.stderr
+        assert stack.is_up(), "the check must leave a running stack alone"
+    finally:
+        stack.down()
+    done = upgrade_check("--from-stack", "--state-dir", str(config.state_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    counts = summary(done)
+    assert counts["n"] >= 1 and counts["d"] == 0
+    assert any(line.startswith("replayed") and f"Replenish/{run}/run" in line for line in done.stdout.splitlines())
+
+
+async def _waiting_for_approval(config: StackConfig) -> str:
+    async with (
+        httpx.AsyncClient(base_url=config.ingress_url, timeout=30.0) as ingress,
+        httpx.AsyncClient(base_url=config.world_url, timeout=30.0) as world,
+    ):
+        scenario = Scenario(ingress, world, "from-stack")
+        await scenario.setup()
+        run = str((await scenario.check())["started"])
+        await scenario.pending_approval(within=60)
+        await scenario.waiting_for(run, "wait_for_approval", within=60)
+        return run

@@ -64,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
         copy = copy_source(_source(args), work)
         extra: dict[str, str] = {}
         if args.from_stack:
-            # What `make up` gives the service besides this shell's settings: its address, its door key.
+            # What `make up` gives the service besides this shell's settings: its door key. (The address
+            # the data records is checked once the private Restate can say it: the stack is down.)
             stack = StackConfig(state_dir=args.state_dir)
-            copy.manifest.deployments.append(stack.service_url)
             if stack.door_key_file.is_file() and "REPLENISHER_DOOR_KEY_FILE" not in copy.manifest.service_env:
                 extra["REPLENISHER_DOOR_KEY_FILE"] = str(stack.door_key_file.resolve())
         options = Options(
