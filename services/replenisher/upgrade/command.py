@@ -24,6 +24,8 @@ from replenisher.upgrade.corpus import SourceError, VersionError, copy_source, s
 from replenisher.upgrade.replay import CandidateError, CopyError, Options, check
 from replenisher.upgrade.report import render
 
+# The restate-server config `make up` runs with (`python -m replenisher.stack`'s default): the data was made under it.
+DEFAULT_CONFIG_FILE = Path("restate.toml")
 EXIT_DIVERGED = 1
 EXIT_USAGE = 2
 EXIT_UNUSABLE = 3
@@ -42,6 +44,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     cmd.add_argument("--candidate-app", default=SERVICE_APP, help=f"the candidate's ASGI app (default {SERVICE_APP})")
     cmd.add_argument("--server", choices=SERVERS, default=None, help="the candidate's ASGI server")
     cmd.add_argument("--settle-seconds", type=float, default=120.0, help="how long each phase may take (default 120)")
+    cmd.add_argument(
+        "--config",
+        type=Path,
+        default=DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None,
+        help="the restate-server config the data was made with (default: ./restate.toml if present, as `make up`)",
+    )
     cmd.add_argument("--keep", action="store_true", help="keep the copy and the logs, and say where")
 
 
@@ -74,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
             server=args.server or service_server(),
             settle_seconds=args.settle_seconds,
             work=work,
+            config_file=args.config,
             extra_env=extra,
         )
         result = check(copy, options)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +30,7 @@ import httpx
 from pydantic import BaseModel
 
 from replenisher.stack.admin import AdminError, list_deployments, register_deployment, sql
-from replenisher.stack.local import SERVICE_APP, StackConfig
+from replenisher.stack.local import SERVICE_APP
 from replenisher.stack.ports import LOOPBACK, RestatePorts, free_port
 from replenisher.stack.processes import AsgiApp, ProcessFailedError, RestateServer, Server, http_answers
 from replenisher.upgrade.corpus import NODE_NAME, Copy
@@ -128,7 +128,9 @@ def _resume(admin_url: str, invocation: str, deployment: str | None = None, seco
         raise AdminError(f"resuming {invocation} failed with HTTP {response.status_code}: {response.text}")
 
 
-def _wait(admin_url: str, ids: list[str], done: Any, seconds: float) -> dict[str, dict[str, Any]]:
+def _wait(
+    admin_url: str, ids: list[str], done: Callable[[dict[str, Any]], bool], seconds: float
+) -> dict[str, dict[str, Any]]:
     """Poll until `done(row)` holds for every id, or `seconds` pass; the rows as last read."""
     deadline = time.monotonic() + seconds
     while True:
@@ -165,7 +167,7 @@ def _start_restate(copy: Copy, options: Options) -> RestateServer:
         copy.base_dir,
         PRIVATE_RESTATE_ENV,
         log_path=options.work / "restate-server.log",
-        config_file=options.config_file or StackConfig().config_file,
+        config_file=options.config_file,
         node_name=NODE_NAME,
     )
     try:
