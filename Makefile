@@ -17,6 +17,10 @@
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
 #   make injection    the adversarial suite on three real stacks (about 12 min on a loaded 2-core machine); ends with
 #                     `injection: attacks=N real_stack=N asr_policy=0 asr_claude=0 asr_compromised=0 wedged=0`
+#   make upgrade-check  every waiting run of the committed corpus (tests/fixtures/upgrade/, made by earlier code)
+#                     replayed against this checkout on a private copy; ends with
+#                     `upgrade-check: invocations=N replayed=R diverged=D outside_calls=C`, exit 1 if any diverged
+#   make upgrade-corpus  a new corpus made by this code (a couple of minutes), to commit with a release
 #   make evals        recorded real runs replayed against the offline policy and Claude (stand-in API); ends with
 #                     `replay: runs=N turns=T agree=A diverged=D outside_calls=0`
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
@@ -57,7 +61,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots docs lint clean \
 	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet \
-	cluster-test lambda-test test-repeat
+	cluster-test lambda-test test-repeat upgrade-check upgrade-corpus
 
 setup: $(INSTALLED) restate
 
@@ -138,6 +142,17 @@ injection: setup
 # Ends with `replay: runs=N turns=T agree=A diverged=D outside_calls=0`.
 evals: setup
 	$(BIN)/python -m tests.replay.evals
+
+# Runs waiting now must replay on the code about to ship: docs/deploying/upgrading.md. UPGRADE_ARGS passes
+# options on, e.g. UPGRADE_ARGS="--candidate-app module:factory()"; `replenisher upgrade-check --from-stack`
+# checks the local stack's own runs (stopped first with `make down`).
+UPGRADE_CORPUS ?= tests/fixtures/upgrade/corpus.tar.gz
+UPGRADE_ARGS ?=
+upgrade-check: setup
+	$(BIN)/replenisher upgrade-check $(UPGRADE_CORPUS) $(UPGRADE_ARGS)
+
+upgrade-corpus: setup
+	$(BIN)/python -m tests.upgrade.make_corpus $(UPGRADE_CORPUS)
 
 # The chaos soak: SOAK_RUNS replenishments (and at least 20 faults) under random damage, then an
 # audit against the world's records. make soak SOAK_RUNS=1000 for the long one.

@@ -755,8 +755,10 @@ def parser() -> argparse.ArgumentParser:
     from replenisher.deployments_command import add_parser as add_deployments
     from replenisher.people_command import add_parsers as add_people
     from replenisher.replay_command import add_parser as add_replay
+    from replenisher.upgrade.command import add_parser as add_upgrade_check
 
     add_replay(sub, common)
+    add_upgrade_check(sub)
     add_people(sub, common)
     add_deployments(sub, common)
 
@@ -852,6 +854,10 @@ def _main(argv: Iterable[str] | None) -> int:
         from replenisher.replay_command import run as run_replay
 
         return run_replay(args, admin_url(args))
+    if args.command == "upgrade-check":
+        from replenisher.upgrade.command import run as run_upgrade_check
+
+        return run_upgrade_check(args)
     try:
         return asyncio.run(run_client_command(args))
     except Unreachable as e:
