@@ -14,8 +14,9 @@ and the run fails closed: nothing is ordered.
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from replenisher.domain.arrival import Arrival
 from replenisher.domain.authority import Refusal, Signature, Standing, order_digest
@@ -24,6 +25,7 @@ from replenisher.domain.documents import (
     ApprovalReminder,
     ApprovalRequest,
     new_approval_token,
+    without_unset,
 )
 from replenisher.domain.escalation import PRIMARY_APPROVER, Reminder, ReminderSent
 from replenisher.domain.ports import World
@@ -50,7 +52,15 @@ class Escalated(BaseModel):
 class ApprovalRequested(BaseModel):
     request: ApprovalRequest
     requested_at: float
-    unrouted: str = Field(default="", description="why the request asks no named person though a matrix is in force")
+    unrouted: str | None = Field(
+        default=None, description="why the request asks no named person though a matrix is in force"
+    )
+
+    @model_serializer(mode="wrap")
+    def _as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The run's archive (kept in its journaled state) writes this result again on every replay:
+        # a result from before this field must come out byte for byte as it went in.
+        return without_unset(handler(self), "unrouted")
 
 
 class RequestApproval(Call[NoArgs, ApprovalRequested]):
@@ -88,7 +98,7 @@ class RequestApproval(Call[NoArgs, ApprovalRequested]):
             approver=", ".join(asked) if asked else PRIMARY_APPROVER,
         )
         await world.manager.request_approval(request)
-        return ApprovalRequested(request=request, requested_at=now, unrouted=unrouted)
+        return ApprovalRequested(request=request, requested_at=now, unrouted=unrouted or None)
 
     def apply(self, state: State, args: NoArgs, result: ApprovalRequested) -> str:
         request = result.request
