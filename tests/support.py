@@ -325,14 +325,16 @@ def own_restate_and_world(base: Path) -> Iterator[tuple[BinaryRuntime, Hypercorn
         restate.stop()
 
 
-def versioned_service(world_url: str, version: str, log_path: Path, name: str | None = None) -> HypercornApp:
-    """The replenisher service with REPLENISHER_CODE_VERSION=`version` on a free port (not started),
-    under the suite's server, as a new deployment of that code would run."""
+def versioned_service(
+    world_url: str, version: str, log_path: Path, name: str | None = None, extra: Mapping[str, str] | None = None
+) -> HypercornApp:
+    """The replenisher service with REPLENISHER_CODE_VERSION=`version` (and `extra` settings) on a free
+    port (not started), under the suite's server, as a new deployment of that code would run."""
     from replenisher.stack.local import SERVICE_APP
     from replenisher.stack.ports import free_port
     from replenisher.stack.processes import service_server
 
-    env = service_env(world_url, {"REPLENISHER_CODE_VERSION": version})
+    env = service_env(world_url, {"REPLENISHER_CODE_VERSION": version, **(extra or {})})
     name = f"replenisher-{name or version}"
     return HypercornApp(SERVICE_APP, free_port(), env, name=name, log_path=log_path, server=service_server())
 

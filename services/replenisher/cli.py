@@ -845,7 +845,7 @@ def _main(argv: Iterable[str] | None) -> int:
     if args.command in ("people", "audit"):
         from replenisher.people_command import run_audit, run_people
 
-        return run_people(args) if args.command == "people" else run_audit(args, ingress_url(args))
+        return run_people(args) if args.command == "people" else run_audit(args, ingress_url(args), admin_url(args))
     if args.command == "deployments":
         from replenisher.deployments_command import run as run_deployments
 

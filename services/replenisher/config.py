@@ -222,3 +222,40 @@ def load_settings(**given: Any) -> Settings:
             "personal tokens are checked with (make one: replenisher people new-token-key FILE)"
         )
     return s.model_copy(update=loaded) if loaded else s
+
+
+AUDITED = (
+    "decider",
+    "claude_model",
+    "claude_budget_usd",
+    "claude_asks_per_turn",
+    "claude_read_replies",
+    "approval_reminders",
+    "backup_approver",
+    "approval_wait_days",
+    "reply_wait_days",
+    "goods_grace_days",
+    "check_interval_days",
+    "rest_after_failure_days",
+    "day_seconds",
+    "world_url",
+    "calendar_file",
+    "people_file",
+    "door_key_file",
+    "personal_token_key_file",
+)
+"""The settings an auditor asks about (how runs buy, who may approve, which files say so): never a
+secret, only where one is kept."""
+
+
+def audited_settings(s: Settings) -> dict[str, str]:
+    """`AUDITED`, each as its variable and its value in words, for the deployment's record."""
+    shown: dict[str, str] = {}
+    for field in AUDITED:
+        value = getattr(s, field)
+        if isinstance(value, tuple):
+            value = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) or "none"
+        shown[variable(field)] = (
+            "(unset)" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+        )
+    return shown

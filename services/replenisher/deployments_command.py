@@ -22,6 +22,7 @@ from collections.abc import Callable
 from replenisher.operations.deployments import DeploymentView, Overview, PruneResult, chosen, overview, prune
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import OperatorError, Unreachable
+from replenisher.operations.settings_audit import record_settings_changes
 from replenisher.timeline.format import clock
 
 EXIT_REFUSED = 1
@@ -87,6 +88,9 @@ async def _run(args: argparse.Namespace, ingress_url: str, admin_url: str, ask: 
             print(json.dumps(found.model_dump(mode="json"), indent=2) if as_json else describe(found))
             return 0
         picked = chosen(found, args.ids)
+        if picked:
+            # What a deployment's settings changed goes into the audit log before its record can go.
+            await record_settings_changes(await client.registered_deployments(), ingress_url, client=client.http.client)
         if not picked:
             if as_json:
                 print(json.dumps(PruneResult().model_dump(mode="json"), indent=2))

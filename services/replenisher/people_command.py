@@ -29,7 +29,9 @@ from replenisher.domain.credentials import BadToken, issue, load_token_key, new_
 from replenisher.identity.passwords import WeakPassword, hash_password
 from replenisher.inbound.signing import write_private
 from replenisher.operations.audit import BadRange, days_between, read_day
+from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import OperatorError
+from replenisher.operations.settings_audit import record_settings_changes
 
 EXIT_BROKEN = 1
 EXIT_USAGE = 2
@@ -123,7 +125,7 @@ def describe(matrix: AuthorityMatrix) -> str:
     return "\n".join(lines)
 
 
-def run_audit(args: argparse.Namespace, ingress_url: str) -> int:
+def run_audit(args: argparse.Namespace, ingress_url: str, admin_url: str) -> int:
     today = datetime.now(UTC).date()
     try:
         days = days_between(args.since or today, args.until or args.since or today)
@@ -131,14 +133,15 @@ def run_audit(args: argparse.Namespace, ingress_url: str) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(_print_audit(ingress_url, days, args.format))
+        return asyncio.run(_print_audit(ingress_url, admin_url, days, args.format))
     except OperatorError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_UNREACHABLE
 
 
-async def _print_audit(ingress_url: str, days: list[str], form: str) -> int:
+async def _print_audit(ingress_url: str, admin_url: str, days: list[str], form: str) -> int:
     async with httpx.AsyncClient() as client:
+        await note_settings_changes(ingress_url, admin_url, client)
         read = [await read_day(ingress_url, day, client=client) for day in days]
     entries = [e for r in read for e in r.entries]
     if form == "csv":
@@ -156,3 +159,13 @@ async def _print_audit(ingress_url: str, days: list[str], form: str) -> int:
     for line in broken:
         print(f"chain broken: {line}", file=sys.stderr)
     return EXIT_BROKEN if broken else 0
+
+
+async def note_settings_changes(ingress_url: str, admin_url: str, client: httpx.AsyncClient) -> None:
+    """Record the service's settings changes not yet in the log (`operations.settings_audit`) before it
+    is read; a Restate admin API that cannot be read leaves the log as it is, and says so."""
+    try:
+        async with RestateClient(ingress_url, admin_url, client=client) as restate:
+            await record_settings_changes(await restate.registered_deployments(), ingress_url, client=client)
+    except OperatorError as e:
+        print(f"warning: settings changes not checked: {e}", file=sys.stderr)

@@ -46,11 +46,11 @@ class DeploymentStack:
     def admin(self) -> Admin:
         return Admin(self.restate.admin_url)
 
-    def deploy(self, version: str, name: str | None = None) -> str:
-        """The service with REPLENISHER_CODE_VERSION=`version` on a new port, registered: its deployment id.
-        `name` (default: the version) names its process in `services` and its log."""
+    def deploy(self, version: str, name: str | None = None, env: dict[str, str] | None = None) -> str:
+        """The service with REPLENISHER_CODE_VERSION=`version` (and `env`) on a new port, registered: its
+        deployment id. `name` (default: the version) names its process in `services` and its log."""
         name = name or version
-        app = versioned_service(self.world.url, version, self.log_dir / f"replenisher-{name}.log", name)
+        app = versioned_service(self.world.url, version, self.log_dir / f"replenisher-{name}.log", name, env)
         self.services[name] = app
         app.start()
         app.wait_ready()

@@ -20,6 +20,8 @@ from page_checks import assert_page_fit_for_everyone
 from test_console_sign_in_browser import sign_in
 
 from e2e.scenario import Scenario
+from people.accounts import PASSWORDS
+from replenisher.identity.passwords import hash_password
 from replenisher.stack.processes import HypercornApp
 from support import RegisteredService, eventually, with_people_file
 
@@ -107,5 +109,50 @@ async def test_while_paul_is_away_his_request_goes_to_his_delegate_who_approves_
         assert [o["po_number"] for o in await ordered(scenario)] == [po]
         signatures = (await scenario.run_view(run_id))["state"]["approval"]["signatures"]
         assert [(s["person"], s["acting_for"], s["limit"]) for s in signatures] == [("ana", "paul", 20000)]
+    finally:
+        await asyncio.to_thread(same_matrix.write_text, before)
+
+
+async def test_above_the_threshold_the_order_is_placed_only_after_two_different_people_approve(
+    browser: Any, signed_console: HypercornApp, same_matrix: Path, scenario: Scenario, artifacts: Path
+) -> None:
+    """Orders above 1,500 need two people: the request asks Paul and Dana (a director, added for this
+    test), both signed in at once; Paul's approval alone orders nothing, Dana's then does."""
+    before = await asyncio.to_thread(same_matrix.read_text)
+    dana = (
+        '\n[[people]]\nid = "dana"\nname = "Dana Okafor"\nemail = "dana@plant.example"\nroles = ["approver"]\n'
+        f'limit = 50000\npassword_hash = "{await asyncio.to_thread(hash_password, PASSWORDS["dana"])}"\n'
+    )
+    await asyncio.to_thread(same_matrix.write_text, "two_person_threshold = 1500\n" + before + dana)
+    try:
+        await setup_lasting_quotes(scenario, price=20.0)  # 1,900: above the threshold
+        run_id = (await scenario.check())["started"]
+        request = await scenario.pending_approval()
+        assert request["approver"] == "paul, dana", "two people asked, the lower limit first"
+        po = request["po_number"]
+        paul = await sign_in(browser, signed_console, "paul")
+        dana_page = await sign_in(browser, signed_console, "dana")
+        try:
+            for page in (paul, dana_page):
+                card = page.locator(f"#inbox article[data-sku='{scenario.sku}']")
+                await card.wait_for(timeout=20_000)
+                assert await card.locator(".tag.mine").inner_text() == "asked of you"
+            await approve_in_browser(paul, scenario, po)
+
+            async def one_signature() -> bool:
+                approval = (await scenario.run_view(run_id))["state"]["approval"]
+                return [s["person"] for s in approval["signatures"]] == ["paul"]
+
+            await eventually(one_signature, timeout=60, what="the run to keep Paul's signature")
+            assert await scenario.orders() == [], "one signature of two orders nothing"
+            await dana_page.reload()
+            await approve_in_browser(dana_page, scenario, po)
+            await dana_page.screenshot(path=str(artifacts / "second-signature-run.png"), full_page=True)
+        finally:
+            for page in (paul, dana_page):
+                await page.context.close()
+        assert [o["po_number"] for o in await ordered(scenario)] == [po]
+        signatures = (await scenario.run_view(run_id))["state"]["approval"]["signatures"]
+        assert [s["person"] for s in signatures] == ["paul", "dana"]
     finally:
         await asyncio.to_thread(same_matrix.write_text, before)

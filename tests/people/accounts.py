@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from replenisher.identity.passwords import hash_password
 
-PASSWORDS = {"ana": "ana's long passphrase", "vic": "vic's long passphrase", "paul": "paul's long passphrase"}
+PASSWORDS = {
+    "ana": "ana's long passphrase",
+    "vic": "vic's long passphrase",
+    "paul": "paul's long passphrase",
+    "dana": "dana's long passphrase",  # a director, added by the tests that need a second signature
+}
 SESSION_SECRET = "the-sign-in-tests-session-secret-0123456789"
 
 

@@ -55,6 +55,7 @@ from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import NotFound, OperatorError, Refused, Unreachable
 from replenisher.operations.restate.health import Health, ServiceDown
 from replenisher.operations.restate.http import valid_sku
+from replenisher.operations.settings_audit import record_settings_changes
 from replenisher.operations.spend import parsed_spend, spend
 from replenisher.operations.timelines import chosen_run, load_run_timeline
 from replenisher.templating import TIMELINE_STATIC, render
@@ -503,6 +504,12 @@ class Console:
             )
         except ValueError:
             raise OperatorError(f"bad query: day {query['day']!r} is not a date (YYYY-MM-DD)") from None
+        try:  # the service's settings changes first, if not yet in the log (operations.settings_audit)
+            await record_settings_changes(
+                await seen.client.registered_deployments(), self.settings.ingress_url, client=self.http
+            )
+        except OperatorError as e:
+            log.warning("settings changes not checked: %s", e)
         read = await read_day(self.settings.ingress_url, day.isoformat(), client=self.http)
         page = pages.audit_page(read, day, service_down=seen.service_down, visitor=seen.visitor)
         return html(page)

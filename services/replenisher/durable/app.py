@@ -7,11 +7,13 @@ environment unless given), checks them, and serves every request with them.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import restate
 from restate.aws_lambda import is_running_on_lambda
 
+from replenisher.config import audited_settings
 from replenisher.durable.archive import run_archive
 from replenisher.durable.asgi import App, Receive, Scope, Send, cancel_on_disconnect
 from replenisher.durable.audit_log import audit_log
@@ -37,7 +39,7 @@ def create_app(parts: Wiring | None = None) -> Any:
     parts = parts if parts is not None else bootstrap()
     parts.check()
     check_addresses(SERVICES)
-    stamp_code_version(parts.settings.code_version)
+    stamp_code_version(parts.settings.code_version, audited_settings(parts.settings))
     # With REPLENISHER_IDENTITY_KEYS set, a request not signed by one of those Restate servers gets 401.
     app = restate.app(services=SERVICES, identity_keys=list(parts.settings.identity_keys))
     if is_running_on_lambda():
@@ -46,13 +48,16 @@ def create_app(parts: Wiring | None = None) -> Any:
     return _served(cancel_on_disconnect(app), parts)
 
 
-def stamp_code_version(version: str) -> None:
+def stamp_code_version(version: str, settings: dict[str, str] | None = None) -> None:
     """Each service tells Restate, at discovery, the code version it runs (in its metadata): Restate
     keeps it with the deployment, so `replenisher deployments` can say which code each one runs
     even when no run on it has taken a turn. A process serves one version; the last app made wins."""
     for service in SERVICES:
         tag = service.service_tag
         tag.metadata = {**(tag.metadata or {}), names.CODE_VERSION_METADATA: version}
+        if settings is not None:
+            # And the settings an auditor asks about: `replenisher audit` records a change between deployments.
+            tag.metadata[names.SETTINGS_METADATA] = json.dumps(settings, sort_keys=True, separators=(",", ":"))
 
 
 def _served(app: App, parts: Wiring) -> App:

@@ -56,6 +56,8 @@ RUN = "run"  # the handler a run runs in
 # The key of each service's metadata, given at discovery, that holds the code version
 # (REPLENISHER_CODE_VERSION) of the deployment serving it: Restate keeps it per deployment.
 CODE_VERSION_METADATA = "replenisher.code_version"
+SETTINGS_METADATA = "replenisher.settings"
+"""The audited settings a deployment runs with (`config.audited_settings`), as JSON in its discovery metadata."""
 
 _STEP = re.compile(r"^(?P<tool>[a-z_]+) (?P<turn>\d+)$")
 _DELAY = re.compile(r"^before (?P<tool>[a-z_]+) (?P<turn>\d+)$")

@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pydantic import BaseModel, Field
 
 from replenisher.loop import names
@@ -34,6 +36,9 @@ class Registered(BaseModel):
     services: list[str] = Field(default_factory=list)
     newest_for: list[str] = Field(default_factory=list, description="the services whose new calls go to it")
     code_version: str | None = Field(default=None, description="as its services told Restate at discovery")
+    settings: dict[str, str] | None = Field(
+        default=None, description="the audited settings its services told Restate at discovery (config.AUDITED)"
+    )
 
 
 class InFlight(BaseModel):
@@ -56,6 +61,7 @@ async def registered(http: RestateHttp) -> list[Registered]:
     found = []
     for row in rows:
         deployment_id = str(row["id"])
+        version, settings = await discovered(http, deployment_id)
         found.append(
             Registered(
                 id=deployment_id,
@@ -63,26 +69,34 @@ async def registered(http: RestateHttp) -> list[Registered]:
                 created_at=epoch(row.get("created_at")),
                 services=sorted(str(s) for s in row.get("services") or []),
                 newest_for=newest.get(deployment_id, []),
-                code_version=await code_version(http, deployment_id),
+                code_version=version,
+                settings=settings,
             )
         )
     return found
 
 
-async def code_version(http: RestateHttp, deployment_id: str) -> str | None:
-    """The code version the deployment's services named at discovery, if they named one."""
+async def discovered(http: RestateHttp, deployment_id: str) -> tuple[str | None, dict[str, str] | None]:
+    """The code version and the audited settings the deployment's services named at discovery, if
+    they named them (code from before either says nothing)."""
     url = f"{http.admin_url}/deployments/{deployment_id}"
     response = await http.request("GET", url, "admin API", headers={"accept": "application/json"})
     if response.status_code == 404:
-        return None  # removed since it was listed
+        return None, None  # removed since it was listed
     if response.is_error:
         raise Refused(response.status_code, f"reading deployment {deployment_id}: {message(response)}")
-    versions = {
-        str(v)
-        for service in response.json().get("services", [])
-        if (v := (service.get("metadata") or {}).get(names.CODE_VERSION_METADATA))
-    }
-    return ", ".join(sorted(versions)) or None
+    metadata = [service.get("metadata") or {} for service in response.json().get("services", [])]
+    versions = {str(v) for m in metadata if (v := m.get(names.CODE_VERSION_METADATA))}
+    settings = None
+    for m in metadata:
+        try:
+            said = json.loads(m.get(names.SETTINGS_METADATA) or "null")
+        except ValueError:
+            continue
+        if isinstance(said, dict):
+            settings = {str(k): str(v) for k, v in said.items()}
+            break
+    return ", ".join(sorted(versions)) or None, settings
 
 
 async def in_flight(http: RestateHttp, deployment_id: str | None = None) -> list[InFlight]:
