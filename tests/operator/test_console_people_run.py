@@ -138,6 +138,7 @@ async def test_a_token_made_on_the_tokens_page_lets_the_cli_approve_as_that_pers
     try:
         page = await pia.get("/tokens")
         assert page.status_code == 200 and "Make a token" in page.text, page.text
+        assert "decide as you from a terminal" in page.text, "the words keep their spaces"
         csrf = re.search(r"name=csrf value='([^']+)'", page.text)
         assert csrf
         forged = await pia.post("/tokens", data={"days": "1"})  # no CSRF token: as a cross-site form would
