@@ -149,12 +149,16 @@ def test_a_source_and_from_stack_together_is_exit_2(corpus: Path) -> None:
 
 def test_a_served_deployment_address_stops_the_check_before_restate_starts(corpus: Path, tmp_path: Path) -> None:
     """Were the address the data's deployment records served (the stack the data came from, still
-    running), Restate on the copy would send that process the runs whose timers fell due. Refused."""
+    running), Restate on the copy would send that process the runs whose timers fell due. Refused.
+
+    This copy's manifest names an address of the test's own: the shared corpus's is never served
+    here, or the other tests using it at the same time (pytest-xdist) would be refused too."""
     with tarfile.open(corpus) as archive:
         archive.extractall(tmp_path, filter="data")
-    [uri] = CorpusManifest.model_validate_json((tmp_path / MANIFEST).read_text()).deployments
-    port = int(uri.rsplit(":", 1)[1].strip("/"))
-    served = ThreadingHTTPServer(("127.0.0.1", port), BaseHTTPRequestHandler)
+    served = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    uri = f"http://127.0.0.1:{served.server_address[1]}/"
+    manifest = CorpusManifest.model_validate_json((tmp_path / MANIFEST).read_text())
+    (tmp_path / MANIFEST).write_text(manifest.model_copy(update={"deployments": [uri]}).model_dump_json())
     thread = threading.Thread(target=served.serve_forever, daemon=True)
     thread.start()
     try:
