@@ -93,7 +93,17 @@ async def test_the_list_says_what_runs_where_and_prune_removes_only_the_drained_
 
         # The run on v2 was never disturbed: approved, it finishes there, and v2 drains.
         await waiting.decide(request["po_number"], approved=True)
-        assert (await waiting.outcome(waiting_run, within=60))["outcome"] == "received"
+        try:
+            outcome = await waiting.outcome(waiting_run, within=60)
+        except AssertionError as e:
+            # Seen once in CI's always-replay pass: say where the run stood, to tell a wedge from slowness.
+            view = await waiting.run_view(waiting_run)
+            calls = await stack.admin.asql(
+                "SELECT target, status, last_failure, pinned_deployment_id FROM sys_invocation "
+                f"WHERE target LIKE '%{waiting_run}%' OR target LIKE '%{waiting.sku}%'"
+            )
+            raise AssertionError(f"{e}\nwaiting: {view.get('waiting')}\ninvocations: {calls}") from e
+        assert outcome["outcome"] == "received"
         history = (await waiting.run_view(waiting_run))["state"]["history"]
         assert {turn["code"] for turn in history} == {"v2"}
 
