@@ -51,12 +51,21 @@ class BadToken(ValueError):
 KEY_HEX_LENGTH = 64
 
 
-def parse_token_key(text: str) -> bytes:
-    """The key from its file: 64 hex characters (`replenisher people new-token-key` writes one)."""
+def hex_key(text: str) -> bytes | None:
+    """A key file's text as the key: 64 hex characters (surrounding blanks aside), else None. The
+    personal token key and the door key (`inbound.stamp`) are both written so."""
     value = text.strip()
     if len(value) != KEY_HEX_LENGTH or any(c not in "0123456789abcdef" for c in value.lower()):
-        raise BadToken(f"a personal token key is {KEY_HEX_LENGTH} hex characters")
+        return None
     return bytes.fromhex(value)
+
+
+def parse_token_key(text: str) -> bytes:
+    """The key from its file (`replenisher people new-token-key` writes one)."""
+    key = hex_key(text)
+    if key is None:
+        raise BadToken(f"a personal token key is {KEY_HEX_LENGTH} hex characters")
+    return key
 
 
 def load_token_key(path: Path) -> bytes:

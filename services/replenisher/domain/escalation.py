@@ -12,6 +12,18 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 PRIMARY_APPROVER = "manager"
+ASKED_SEPARATOR = ", "
+"""A request asking several people names them in its `approver` as `"cy, dee"`."""
+
+
+def approver_of(people: tuple[str, ...] | list[str]) -> str:
+    """The `approver` a request asking `people` carries (the manager's channel when it names no one)."""
+    return ASKED_SEPARATOR.join(people) or PRIMARY_APPROVER
+
+
+def asked_in(approver: str) -> list[str]:
+    """The people an `approver` names, one by one."""
+    return approver.split(ASKED_SEPARATOR)
 
 
 class ApprovalPolicy(BaseModel):
@@ -56,7 +68,7 @@ class Reminder(BaseModel):
     def key(self) -> str:
         """The idempotency key: one reminder per approver, PO and point, however often it is retried."""
         # A request asking two people names them "a, b": the key keeps to header-friendly characters.
-        return f"{self.po_number}-{self.approver.replace(', ', '+')}-remind-{self.label}"
+        return f"{self.po_number}-{'+'.join(asked_in(self.approver))}-remind-{self.label}"
 
 
 class ReminderSent(BaseModel):

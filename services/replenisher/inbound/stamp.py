@@ -18,12 +18,12 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from replenisher.domain.credentials import KEY_HEX_LENGTH, hex_key
 from replenisher.domain.documents import OPERATOR, OPERATOR_PARTY, EventKind, Sender
 from replenisher.inbound.signing import write_private
 
 DOOR_KEY_ENV = "REPLENISHER_DOOR_KEY_FILE"
 STAMP_VERSION = "door-v1"
-KEY_HEX_LENGTH = 64
 
 
 class DoorKeyError(ValueError):
@@ -60,10 +60,10 @@ def vouched_sender(
 
 
 def parse_door_key(text: str) -> bytes:
-    value = text.strip()
-    if len(value) != KEY_HEX_LENGTH or any(c not in "0123456789abcdef" for c in value.lower()):
+    key = hex_key(text)
+    if key is None:
         raise DoorKeyError(f"a door key is {KEY_HEX_LENGTH} hex characters")
-    return bytes.fromhex(value)
+    return key
 
 
 def load_door_key(path: Path) -> bytes:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from replenisher.domain.calendar import CalendarClock
 from replenisher.domain.documents import ApprovalRequest, Quote
+from replenisher.domain.escalation import asked_in
 from replenisher.domain.security import without_secrets
 from replenisher.domain.state import State
 from replenisher.domain.tools.approval import approval_digest
@@ -121,7 +122,7 @@ class PendingApproval(BaseModel):
     @property
     def asked(self) -> list[str]:
         """The people the request asks by name (under the authority matrix, "a, b" when it needs two)."""
-        return self.approver.split(", ")
+        return asked_in(self.approver)
 
     def age(self, now: float) -> float:
         """How long ago the quote behind it was put to the manager."""

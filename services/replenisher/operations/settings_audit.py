@@ -60,9 +60,13 @@ async def record_settings_changes(
 ) -> list[AuditRecord]:
     """Write each settings change not yet in its day's log; the ones written."""
     written = []
+    logged: dict[str, set[tuple[str, str, str]]] = {}
     for record in settings_changes(deployments):
-        day = await read_day(ingress_url, day_of(record.at), client=client)
-        if any(e.event == record.event and e.who == record.who and e.what == record.what for e in day.entries):
+        day = day_of(record.at)
+        if day not in logged:
+            entries = (await read_day(ingress_url, day, client=client)).entries
+            logged[day] = {(e.event, e.who, e.what) for e in entries}
+        if (record.event, record.who, record.what) in logged[day]:
             continue
         await append_audit(ingress_url, record, client=client)
         written.append(record)

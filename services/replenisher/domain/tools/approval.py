@@ -27,7 +27,7 @@ from replenisher.domain.documents import (
     new_approval_token,
     without_unset,
 )
-from replenisher.domain.escalation import PRIMARY_APPROVER, Reminder, ReminderSent
+from replenisher.domain.escalation import PRIMARY_APPROVER, Reminder, ReminderSent, approver_of, asked_in
 from replenisher.domain.ports import World
 from replenisher.domain.state import Approval, State
 from replenisher.domain.tools.base import Call, NoArgs, Wait
@@ -95,16 +95,16 @@ class RequestApproval(Call[NoArgs, ApprovalRequested]):
             expires_at=quote.valid_until if quote else now,
             token=state.approval_token or "",
             run_id=state.run_id,
-            approver=", ".join(asked) if asked else PRIMARY_APPROVER,
+            approver=approver_of(asked),
         )
         await world.manager.request_approval(request)
-        return ApprovalRequested(request=request, requested_at=now, unrouted=unrouted or None)
+        return ApprovalRequested(request=request, requested_at=now, unrouted=unrouted)
 
     def apply(self, state: State, args: NoArgs, result: ApprovalRequested) -> str:
         request = result.request
         state.approval = Approval(request=request, requested_at=result.requested_at, approver=request.approver)
         state.approval_rounds += 1
-        state.last_failure = result.unrouted or None
+        state.last_failure = result.unrouted
         who = "the manager" if request.approver == PRIMARY_APPROVER else request.approver
         return f"asked {who} to approve {request.po_number} at {request.unit_price:.2f}" + (
             f" ({result.unrouted})" if result.unrouted else ""
@@ -286,10 +286,10 @@ class WaitForApproval(Wait[ApprovalDecision]):
         if state.people_matrix and world.people is not None:
             request, total = approval.request, order_total(approval)
             day = state.clock.local(world.clock()).date()
-            skip = frozenset({*approval.approver.split(", "), *(s.person for s in approval.signatures)})
+            skip = frozenset({*asked_in(approval.approver), *(s.person for s in approval.signatures)})
             wanted = max(world.people.signatures_needed(total) - len(approval.signatures), 1)
             nxt = world.people.to_ask(total, request.supplier, day, skip=skip, wanted=wanted)
-            backup = ", ".join(nxt) if nxt else backup
+            backup = approver_of(nxt) if nxt else backup
         # Drawn inside the journaled step: a replay reads the same token back, never a new one.
         request = approval.request.model_copy(update={"token": new_approval_token(), "approver": backup})
         await world.manager.request_approval(request)
@@ -307,18 +307,18 @@ class WaitForApproval(Wait[ApprovalDecision]):
         state.approval_token = result.request.token
 
 
-def routed(state: State, world: World, total: float, supplier: str, now: float) -> tuple[tuple[str, ...], str]:
+def routed(state: State, world: World, total: float, supplier: str, now: float) -> tuple[tuple[str, ...], str | None]:
     """Whom a new request asks, under the run's authority matrix: the people `Roster.to_ask` names on
     the site date (a delegate for one away). Outside a matrix, or when no one may approve the total,
     it asks the manager's channel as before, and the second part says why no one was named."""
     if not state.people_matrix:
-        return (), ""
+        return (), None
     if world.people is None:
         return (), "no authority matrix on this service to name an approver from"
     asked = world.people.to_ask(total, supplier, state.clock.local(now).date())
     if not asked:
         return (), f"no one in the authority matrix may approve a total of {total:,.2f} from {supplier}"
-    return asked, ""
+    return asked, None
 
 
 def order_total(approval: Approval) -> float:
