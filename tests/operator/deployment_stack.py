@@ -64,7 +64,11 @@ class DeploymentStack:
             httpx.AsyncClient(base_url=self.world.url, timeout=timeout) as world,
         ):
             scenario = Scenario(ingress, world, name)
-            await scenario.setup()
+            # A request here waits through operator steps (CLI runs, deploys, upgrade checks) that take
+            # over 40 s on a loaded machine; the default quote (30 s) expired under them and the run,
+            # rightly refusing to order on it, asked again for an approval no test gave. The world's
+            # longest validity: 91 s.
+            await scenario.setup(quote_valid_days=365)
             yield scenario
 
     async def cli(self, *args: str, stdin: str = "", timeout: float = 60) -> CliResult:  # noqa: ASYNC109

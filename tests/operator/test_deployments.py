@@ -96,13 +96,26 @@ async def test_the_list_says_what_runs_where_and_prune_removes_only_the_drained_
         try:
             outcome = await waiting.outcome(waiting_run, within=60)
         except AssertionError as e:
-            # Seen once in CI's always-replay pass: say where the run stood, to tell a wedge from slowness.
+            # Say where the run stood, to tell a wedge from slowness or a refusal (CI saw a quote expire
+            # under the operator steps above: the run asked again, as it should).
             view = await waiting.run_view(waiting_run)
+            refused = (view.get("state") or {}).get("last_failure")
             calls = await stack.admin.asql(
-                "SELECT target, status, last_failure, pinned_deployment_id FROM sys_invocation "
+                "SELECT id, target, status, last_failure, pinned_deployment_id FROM sys_invocation "
                 f"WHERE target LIKE '%{waiting_run}%' OR target LIKE '%{waiting.sku}%'"
             )
-            raise AssertionError(f"{e}\nwaiting: {view.get('waiting')}\ninvocations: {calls}") from e
+            promises = await stack.admin.asql(
+                "SELECT key, completed, completion_success_value_utf8 FROM sys_promise "
+                f"WHERE service_key = '{waiting_run}'"
+            )
+            run_ids = [c["id"] for c in calls if c["target"] == f"Replenish/{waiting_run}/run"]
+            journal = await stack.admin.asql(f"SELECT * FROM sys_journal WHERE id = '{run_ids[0]}' ORDER BY index")
+            journal = [{k: v for k, v in j.items() if k not in ("raw", "id")} for j in journal]
+            calls = [c for c in calls if not c["target"].endswith("/status")]
+            raise AssertionError(
+                f"{e}\nlast failure: {refused}\nwaiting: {view.get('waiting')}\ninvocations: {calls}"
+                f"\npromises: {promises}\njournal: {journal[-25:]}"
+            ) from e
         assert outcome["outcome"] == "received"
         history = (await waiting.run_view(waiting_run))["state"]["history"]
         assert {turn["code"] for turn in history} == {"v2"}
