@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.credentials import unverified_claims
@@ -36,7 +36,7 @@ from replenisher.operations.cost import costs
 from replenisher.operations.decide import BadDecision, decide, wait_until_taken
 from replenisher.operations.inbox import ManagerInbox
 from replenisher.operations.outcomes import recent_outcomes
-from replenisher.operations.overview import sku_rows
+from replenisher.operations.overview import PER_PAGE, SkuQuery, select_rows, sku_rows
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import OperatorError, Unreachable
 from replenisher.operations.restate.health import ServiceDown
@@ -455,14 +455,43 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def count(text: str) -> int:
+    """A whole number of rows, 0 or more (argparse's type: its error names the option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is below 0")
+    return value
+
+
 async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
-    rows = await sku_rows(client)
+    try:
+        query = SkuQuery(q=args.search, sort=args.sort, order="desc" if args.desc else "asc", waiting=args.waiting)
+    except ValidationError:
+        raise OperatorError(
+            f"--search {args.search!r}: letters, digits, '.', '_', '-' and spaces, at most 64"
+        ) from None
+    every = await sku_rows(client)
     await note_if_down(client)
     now = client.now()
+    chosen = select_rows(every, query, None, now)
+    end = args.offset + args.limit if args.limit else None
+    rows = chosen[args.offset : end]
+    if rows and len(rows) < len(chosen):
+        # On stderr: stdout holds only the rows, for a pipe or `--json`.
+        more = f"; --offset {args.offset + len(rows)} for the next" if end is not None and end < len(chosen) else ""
+        shown = f"rows {args.offset + 1}-{args.offset + len(rows)} of {len(chosen)}"
+        print(f"{shown}{more} (--limit 0 for all)", file=sys.stderr)
 
     def human() -> str:
-        if not rows:
+        if not every:
             return "no SKU agents yet: `replenisher check SKU` or `watch SKU` creates one"
+        if not chosen:
+            return "no SKU agent matches"
+        if not rows:
+            return f"no rows past --offset {args.offset}: {len(chosen)} match"
         out = [("SKU", "watched", "runs", "active run", "now", "last outcome")]
         for r in rows:
             if r.retrying:
@@ -695,7 +724,22 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="start the local stack (same as `make up`)")
     sub.add_parser("down", help="stop the local stack, keeping its data")
 
-    sub.add_parser("skus", parents=[common], help="every SKU agent: active run, what it waits for, last outcome")
+    skus = sub.add_parser(
+        "skus", parents=[common], help="the SKU agents, a page at a time: active run, what it waits for, last outcome"
+    )
+    skus.add_argument("--search", default="", metavar="TEXT", help="only SKUs whose name holds TEXT")
+    skus.add_argument("--sort", choices=("sku", "waiting", "outcome"), default="sku", help="order (default sku)")
+    skus.add_argument("--desc", action="store_true", help="the other way round")
+    skus.add_argument(
+        "--waiting",
+        choices=("any", "manager", "supplier", "someone", "nobody"),
+        default="any",
+        help="whom they wait on",
+    )
+    skus.add_argument(
+        "--limit", type=count, default=PER_PAGE, help=f"at most this many rows (default {PER_PAGE}; 0: all)"
+    )
+    skus.add_argument("--offset", type=count, default=0, help="skip this many rows first (default 0)")
     sub.add_parser(
         "status", parents=[common], help="one SKU agent: active run, pending approval, outcomes"
     ).add_argument("sku")

@@ -23,7 +23,7 @@ from replenisher.console.pages import InboxSettings, inbox, run_page, sku_detail
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import SkuRecord
 from replenisher.operations.catalogue import Catalogue
-from replenisher.operations.overview import SkuQuery, SkuRow
+from replenisher.operations.overview import SkuQuery, SkuRow, page_of
 from replenisher.stack.processes import HypercornApp
 from replenisher.timeline.html import render_html
 from replenisher.timeline.model import Span, Timeline, Turn
@@ -163,7 +163,7 @@ def test_a_sku_name_that_looks_like_markup_shows_as_text_on_the_inbox_the_sku_li
         ended_at=now - 8,
     )
     row = SkuRow(sku=HOSTILE_SKU, runs=1, last_outcome=outcome)
-    listed = skus([row], 1, SkuQuery(), now, None, Catalogue())
+    listed = skus(page_of([row], SkuQuery(), None, now), SkuQuery(), now, None, Catalogue())
     assert_shown_as_text(listed, HOSTILE_SKU, NOTE)
 
     record: Any = SkuRecord(sku=HOSTILE_SKU, runs_started=1, outcomes=[outcome])

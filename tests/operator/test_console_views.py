@@ -16,7 +16,7 @@ from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security_log import SECURITY_LOG_BOUND
 from replenisher.domain.sku import SkuRecord
 from replenisher.operations.catalogue import Catalogue, ItemStock
-from replenisher.operations.overview import SkuQuery, SkuRow, select_rows
+from replenisher.operations.overview import SkuQuery, SkuRow, page_of, select_rows
 from replenisher.operations.restate.errors import OperatorError
 from replenisher.operations.spend import OrderMoney, SpendQuery, from_outcome, from_state, parsed_spend, summarise
 from replenisher.timeline.model import Waiting
@@ -100,6 +100,10 @@ def test_the_skus_page_searches_sorts_and_filters() -> None:
         ({"colour": "red"}, "unknown parameter 'colour'"),
         ({"q": "<script>"}, "q='<script>'"),
         ({"q": "x" * 65}, "q="),
+        ({"page": "0"}, "page='0'"),
+        ({"page": "two"}, "page='two'"),
+        ({"per_page": "5"}, "per_page='5'"),
+        ({"per_page": "100000"}, "per_page='100000'"),
     ],
 )
 def test_a_bad_skus_query_is_refused_with_its_reason(params: dict[str, str], reason: str) -> None:
@@ -120,9 +124,66 @@ def test_a_bad_spend_query_is_refused_with_its_reason() -> None:
         assert reason in str(e.value), e.value
 
 
+def many(n: int) -> list[SkuRow]:
+    """n SKUs, every third waiting on the manager and every fifth without an agent."""
+    approval = Waiting(tool="wait_for_approval", event="approval", seq=0, deadline=NOW + DAY)
+    return [SkuRow(sku=f"P-{i:05d}", waiting=approval if i % 3 == 0 else None, has_agent=i % 5 != 0) for i in range(n)]
+
+
+def test_a_page_holds_per_page_rows_in_the_querys_order_and_the_chips_count_every_sku() -> None:
+    listed = many(250)
+    first = page_of(listed, SkuQuery.parse({"sort": "sku", "order": "desc"}), None, NOW)
+    assert (first.total, first.matching, first.page, first.pages) == (250, 250, 1, 3)
+    assert [r.sku for r in first.rows][:2] == ["P-00249", "P-00248"] and len(first.rows) == 100
+    assert (first.first, first.last) == (1, 100)
+    last = page_of(listed, SkuQuery.parse({"sort": "sku", "order": "desc", "page": "3"}), None, NOW)
+    assert [r.sku for r in last.rows] == [f"P-{i:05d}" for i in range(49, -1, -1)]
+    assert (last.first, last.last, last.pages) == (201, 250, 3)
+    # Filtered, the pages count the rows that match; the chips still count every SKU.
+    manager = page_of(listed, SkuQuery.parse({"waiting": "manager", "per_page": "50", "page": "2"}), None, NOW)
+    assert (manager.matching, manager.pages, manager.first, manager.last) == (84, 2, 51, 84)
+    assert all(r.waiting is not None for r in manager.rows)
+    assert manager.counts == {
+        "all": 250,
+        "manager": 84,
+        "supplier": 0,
+        "below-safety": 0,
+        "over-budget": 0,
+        "failing": 0,
+    }
+    assert page_of(rows(), SkuQuery(), 120.0, NOW).counts == {
+        "all": 4,
+        "manager": 1,
+        "supplier": 1,
+        "below-safety": 2,
+        "over-budget": 1,
+        "failing": 1,
+    }
+    empty = page_of(listed, SkuQuery.parse({"q": "nothing-like-it"}), None, NOW)
+    assert (empty.matching, empty.pages, empty.first, empty.last, empty.rows) == (0, 1, 0, 0, [])
+
+
+def test_a_page_past_the_last_is_refused_saying_how_many_there_are() -> None:
+    with pytest.raises(OperatorError) as e:
+        page_of(many(250), SkuQuery.parse({"page": "4"}), None, NOW)
+    assert str(e.value) == "bad query: page=4: the 250 SKUs that match make 3 pages of 100"
+
+
+def test_the_skus_page_links_the_pages_beside_it_and_keeps_the_query() -> None:
+    query = SkuQuery.parse({"waiting": "nobody", "sort": "sku", "order": "desc", "page": "2", "per_page": "50"})
+    html = skus(page_of(many(250), query, None, NOW), query, NOW, None, Catalogue())
+    assert "rows 51-100 of 166 · page 2 of 4" in html
+    assert "href='/skus?order=desc&amp;waiting=nobody&amp;per_page=50'>← previous" in html, "page 1: no page="
+    assert "href='/skus?order=desc&amp;waiting=nobody&amp;page=3&amp;per_page=50'" in html, "next"
+    assert "<input type=hidden name=per_page value=50>" in html, "the filter form keeps the page size"
+    # Sorting again starts at the first page.
+    assert "href='/skus?sort=stock&amp;waiting=nobody&amp;per_page=50'" in html
+    assert "waiting on the manager <span class=count>84</span>" in html
+
+
 def test_the_skus_page_shows_stock_cover_whom_a_run_waits_on_and_flags() -> None:
     catalogue = Catalogue(supplier_names={"bolt": "Bolt & Nut Express"})
-    html = skus(rows(), 4, SkuQuery(), NOW, 120.0, catalogue)
+    html = skus(page_of(rows(), SkuQuery(), 120.0, NOW), SkuQuery(), NOW, 120.0, catalogue)
     assert "2.0 d" in html and "30.0 d" in html, "days of cover"
     assert "waits on manager" in html and "waits on supplier" in html and "Bolt &amp; Nut Express" in html
     assert "asks 150.00 a unit, over the 120.00 budget" in html, "a unit price above the budget, not an overage"

@@ -50,7 +50,7 @@ from replenisher.operations.inbox import (
     pending_approvals,
     pending_for,
 )
-from replenisher.operations.overview import SkuQuery, select_rows, sku_rows
+from replenisher.operations.overview import SkuQuery, page_of, sku_rows
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import NotFound, OperatorError, Refused, Unreachable
 from replenisher.operations.restate.health import Health, ServiceDown
@@ -529,10 +529,9 @@ class Console:
         settings = await self.inbox_settings()
         rows = await sku_rows(seen.client, settings.catalogue)
         now = self.now()
-        chosen = select_rows(rows, query, settings.budget, now)
+        found = page_of(rows, query, settings.budget, now)
         page = pages.skus(
-            chosen,
-            len(rows),
+            found,
             query,
             now,
             settings.budget,

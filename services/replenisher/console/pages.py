@@ -17,7 +17,7 @@ from replenisher.operations.audit import AuditDayRead
 from replenisher.operations.catalogue import Catalogue, ItemStock
 from replenisher.operations.deployments import Overview
 from replenisher.operations.inbox import PendingApproval
-from replenisher.operations.overview import SkuQuery, SkuRow
+from replenisher.operations.overview import SkuPage, SkuQuery
 from replenisher.operations.restate.health import Health
 from replenisher.operations.restate.paused import PausedCall
 from replenisher.operations.spend import Period, Spend
@@ -178,7 +178,8 @@ WAITED_FOR = {"wait_for_approval": "approval", "wait_for_supplier_reply": "reply
 
 def query_href(path: str, query: BaseModel, **changes: str) -> str:
     """The page's URL with these parameters changed, leaving out those at their defaults."""
-    values = {**query.model_dump(), **changes}
+    # Read back through the model, so a changed value compares with its default as the same type.
+    values = type(query).model_validate({**query.model_dump(), **changes}).model_dump()
     defaults = type(query)().model_dump()
     kept = {k: v for k, v in values.items() if v != defaults.get(k)}
     return path + ("?" + urlencode(kept) if kept else "")
@@ -198,8 +199,7 @@ def paused_detail(paused: Sequence[PausedCall]) -> str:
 
 
 def skus(
-    rows: list[SkuRow],
-    total: int,
+    found: SkuPage,
     query: SkuQuery,
     now: float,
     budget: float | None,
@@ -208,23 +208,30 @@ def skus(
     service_down: Health | None = None,
     visitor: Visitor | None = None,
 ) -> str:
-    below = "below-safety"
+    n = found.counts
     chips = (
-        ("all", "/skus", query == SkuQuery()),
-        ("waiting on the manager", query_href("/skus", SkuQuery(), waiting="manager"), query.waiting == "manager"),
-        ("waiting on a supplier", query_href("/skus", SkuQuery(), waiting="supplier"), query.waiting == "supplier"),
-        ("below safety", query_href("/skus", SkuQuery(), flag="below-safety", sort="cover"), query.flag == below),
-        ("over budget", query_href("/skus", SkuQuery(), flag="over-budget"), query.flag == "over-budget"),
-        ("failing", query_href("/skus", SkuQuery(), flag="failing"), query.flag == "failing"),
+        ("all", n["all"], "/skus", query == SkuQuery()),
+        *(
+            (text, n[chip], query_href("/skus", SkuQuery(), **{kind: chip}, **extra), getattr(query, kind) == chip)
+            for text, kind, chip, extra in (
+                ("waiting on the manager", "waiting", "manager", {}),
+                ("waiting on a supplier", "waiting", "supplier", {}),
+                ("below safety", "flag", "below-safety", {"sort": "cover"}),
+                ("over budget", "flag", "over-budget", {}),
+                ("failing", "flag", "failing", {}),
+            )
+        ),
     )
-    shown = f"{len(rows)} of {total}" if len(rows) != total else f"{total}"
+    shown = f"{found.matching} of {found.total}" if found.matching != found.total else f"{found.total}"
     return page(
         "skus.html",
         "SKUs",
         "skus",
         service_down=service_down,
         visitor=visitor,
-        rows=rows,
+        rows=found.rows,
+        found=found,
+        default_per_page=SkuQuery().per_page,
         shown=shown,
         query=query,
         now=now,

@@ -143,6 +143,7 @@ async def sku_rows(client: RestateClient, catalogue: Catalogue | None = None) ->
 
 
 SortKey = Literal["sku", "stock", "cover", "waiting", "outcome"]
+PER_PAGE = 100
 
 
 class SkuQuery(BaseModel):
@@ -155,10 +156,28 @@ class SkuQuery(BaseModel):
     order: Literal["asc", "desc"] = "asc"
     waiting: Literal["any", "manager", "supplier", "someone", "nobody"] = "any"
     flag: Literal["all", "below-safety", "over-budget", "failing"] = "all"
+    page: int = Field(default=1, ge=1, le=1_000_000, description="which page of the rows that match, from 1")
+    per_page: int = Field(default=PER_PAGE, ge=10, le=500, description="rows on a page")
 
     @classmethod
     def parse(cls, params: dict[str, str]) -> SkuQuery:
         return parsed(cls, params)
+
+
+class SkuPage(BaseModel):
+    """One page of the rows a query chose, and how many there are on every filter chip."""
+
+    rows: list[SkuRow]
+    total: int = Field(description="every SKU, whatever the query")
+    matching: int = Field(description="the SKUs the query chose, on every page")
+    page: int
+    pages: int
+    first: int = Field(description="the first row shown, counted from 1 (0 when none)")
+    counts: dict[str, int] = Field(description="SKUs per filter chip (CHIPS), whatever the query")
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.rows) - 1 if self.rows else 0
 
 
 Q = TypeVar("Q", bound=BaseModel)
@@ -206,23 +225,74 @@ def _sort_key(key: SortKey, now: float) -> Callable[[SkuRow], tuple[Any, ...]]:
     return of
 
 
-def select_rows(rows: list[SkuRow], query: SkuQuery, budget: float | None, now: float) -> list[SkuRow]:
-    needle = query.q.strip().lower()
-    chosen = []
+def _waits_on(row: SkuRow, waiting: str) -> bool:
+    if waiting == "nobody":
+        return row.waiting is None
+    if waiting == "someone":
+        return row.waiting is not None
+    return waiting == "any" or row.waiting_on == waiting
+
+
+def _flagged(row: SkuRow, flag: str, budget: float | None) -> bool:
+    if flag == "below-safety":
+        return row.stock is not None and row.stock.below_safety
+    if flag == "over-budget":
+        return row.over_budget(budget)
+    if flag == "failing":
+        return row.failing is not None
+    return True
+
+
+# The filter chips over the SKUs page: each a `waiting` or a `flag` value, counted on every SKU.
+CHIPS: dict[str, tuple[str, str]] = {
+    "manager": ("waiting", "manager"),
+    "supplier": ("waiting", "supplier"),
+    "below-safety": ("flag", "below-safety"),
+    "over-budget": ("flag", "over-budget"),
+    "failing": ("flag", "failing"),
+}
+
+
+def chip_counts(rows: list[SkuRow], budget: float | None) -> dict[str, int]:
+    counts = dict.fromkeys(["all", *CHIPS], 0)
+    counts["all"] = len(rows)
     for row in rows:
-        if needle and needle not in row.sku.lower():
-            continue
-        if query.waiting == "nobody" and row.waiting is not None:
-            continue
-        if query.waiting == "someone" and row.waiting is None:
-            continue
-        if query.waiting in ("manager", "supplier") and row.waiting_on != query.waiting:
-            continue
-        if query.flag == "below-safety" and not (row.stock is not None and row.stock.below_safety):
-            continue
-        if query.flag == "over-budget" and not row.over_budget(budget):
-            continue
-        if query.flag == "failing" and row.failing is None:
-            continue
-        chosen.append(row)
+        for chip, (kind, value) in CHIPS.items():
+            if _waits_on(row, value) if kind == "waiting" else _flagged(row, value, budget):
+                counts[chip] += 1
+    return counts
+
+
+def select_rows(rows: list[SkuRow], query: SkuQuery, budget: float | None, now: float) -> list[SkuRow]:
+    """Every row the query's search and filters choose, in its order (all pages)."""
+    needle = query.q.strip().lower()
+    chosen = [
+        row
+        for row in rows
+        if (not needle or needle in row.sku.lower())
+        and _waits_on(row, query.waiting)
+        and _flagged(row, query.flag, budget)
+    ]
     return sorted(chosen, key=_sort_key(query.sort, now), reverse=query.order == "desc")
+
+
+def page_of(rows: list[SkuRow], query: SkuQuery, budget: float | None, now: float) -> SkuPage:
+    """The query's page of the rows it chooses. A page past the last is refused, saying how many there are."""
+    chosen = select_rows(rows, query, budget, now)
+    pages = max(1, -(-len(chosen) // query.per_page))
+    if query.page > pages:
+        some = f"{pages} page{'s' if pages != 1 else ''}"
+        raise OperatorError(
+            f"bad query: page={query.page}: the {len(chosen)} SKUs that match make {some} of {query.per_page}"
+        )
+    start = (query.page - 1) * query.per_page
+    shown = chosen[start : start + query.per_page]
+    return SkuPage(
+        rows=shown,
+        total=len(rows),
+        matching=len(chosen),
+        page=query.page,
+        pages=pages,
+        first=start + 1 if shown else 0,
+        counts=chip_counts(rows, budget),
+    )

@@ -1,0 +1,65 @@
+"""`replenisher skus` a page at a time, against the real stack: the rows on stdout, where the page
+sits and how to get the next on stderr, and bad paging refused before anything is read."""
+
+from __future__ import annotations
+
+import json
+from uuid import uuid4
+
+import httpx
+import pytest
+from operator_support import Cli
+
+from e2e.scenario import ok
+from support import RegisteredService
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_skus_pages_with_limit_and_offset_and_says_where_the_page_sits(
+    cli: Cli, service: RegisteredService, ingress: httpx.AsyncClient, world_client: httpx.AsyncClient
+) -> None:
+    # Five agents of one family, their shelves full: a check makes the agent and starts no run.
+    prefix = f"PGC-{uuid4().hex[:6]}"
+    skus = [f"{prefix}-{i}" for i in range(5)]
+    supplier = {"name": f"Supplier {prefix}", "prices": {}, "lead_days": 1, "reply_days": 1}
+    ok(await world_client.put(f"/admin/suppliers/sup-{prefix}", json=supplier))
+    for sku in skus:
+        item = {"on_hand": 90, "safety_stock": 20, "target_stock": 100, "suppliers": [f"sup-{prefix}"]}
+        ok(await world_client.put(f"/admin/items/{sku}", json=item))
+        assert ok(await ingress.post(f"/SkuAgent/{sku}/check"))["started"] is None
+
+    every = await cli("skus", "--search", prefix, "--json")
+    assert every.code == 0 and every.err == "", every
+    assert [row["sku"] for row in json.loads(every.out)] == skus, "all five, by SKU, and nothing on stderr"
+
+    first = await cli("skus", "--search", prefix, "--limit", "2")
+    assert first.code == 0, first
+    assert [line.split()[0] for line in first.out.splitlines()[2:]] == skus[:2], first
+    assert first.err == "rows 1-2 of 5; --offset 2 for the next (--limit 0 for all)\n", first
+
+    last = await cli("skus", "--search", prefix, "--limit", "2", "--offset", "4", "--json")
+    assert [row["sku"] for row in json.loads(last.out)] == skus[4:], last
+    assert last.err == "rows 5-5 of 5 (--limit 0 for all)\n", last
+
+    backwards = await cli("skus", "--search", prefix, "--desc", "--limit", "0", "--json")
+    assert [row["sku"] for row in json.loads(backwards.out)] == skus[::-1] and backwards.err == "", backwards
+
+    past = await cli("skus", "--search", prefix, "--offset", "9")
+    assert past.code == 0 and past.out == "no rows past --offset 9: 5 match\n", past
+    none = await cli("skus", "--search", f"{prefix}-nothing")
+    assert none.code == 0 and none.out == "no SKU agent matches\n", none
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--limit", "-1"], "argument --limit: -1 is below 0"),
+        (["--offset", "x"], "argument --offset: 'x' is not a whole number"),
+        (["--search", "<script>"], "--search '<script>': letters, digits"),
+        (["--sort", "price"], "argument --sort: invalid choice: 'price'"),
+    ],
+)
+async def test_bad_paging_is_one_clear_line_and_a_non_zero_exit(cli: Cli, args: list[str], reason: str) -> None:
+    result = await cli("skus", *args)
+    assert result.code != 0 and reason in result.err and result.out == "", result
