@@ -46,15 +46,19 @@ class DeploymentStack:
     def admin(self) -> Admin:
         return Admin(self.restate.admin_url)
 
-    def deploy(self, version: str, name: str | None = None, env: dict[str, str] | None = None) -> str:
+    def deploy(
+        self, version: str, name: str | None = None, env: dict[str, str] | None = None, app: str | None = None
+    ) -> str:
         """The service with REPLENISHER_CODE_VERSION=`version` (and `env`) on a new port, registered: its
-        deployment id. `name` (default: the version) names its process in `services` and its log."""
+        deployment id. `name` (default: the version) names its process in `services` and its log; `app`
+        serves a changed candidate of the suite's (`tests.upgrade.planted:renamed_step_app()`) instead."""
         name = name or version
-        app = versioned_service(self.world.url, version, self.log_dir / f"replenisher-{name}.log", name, env)
-        self.services[name] = app
-        app.start()
-        app.wait_ready()
-        return register_deployment(self.restate.admin_url, self.restate.deployment_uri(app.port)).id
+        log = self.log_dir / f"replenisher-{name}.log"
+        service = versioned_service(self.world.url, version, log, name, env, app)
+        self.services[name] = service
+        service.start()
+        service.wait_ready()
+        return register_deployment(self.restate.admin_url, self.restate.deployment_uri(service.port)).id
 
     @asynccontextmanager
     async def scenario(self, name: str) -> AsyncIterator[Scenario]:

@@ -57,11 +57,14 @@ class Archiving:
         self.inner = inner
         self.sink = sink
         self.run_id = inner.run_id
-        self.code = inner.code
         self.writer = ArchiveWriter()
         sink.begin(
             RunArchive(run_id=inner.run_id, sku=sku, code=inner.code or None, request=request.model_dump(mode="json"))
         )
+
+    @property
+    def code(self) -> str:
+        return self.inner.code
 
     async def now(self) -> float:
         at = await self.inner.now()

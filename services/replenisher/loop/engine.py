@@ -45,7 +45,8 @@ A run's archive, for `replenisher replay`, is not an engine's business: wrapping
 engine (`replenisher.replay.playback`) serves them back to the same loop.
 
 Attributes: `run_id` (the run's id, e.g. `replenish-SKU-1`) and `code` (the code version
-stamped on each turn; "" when there is none).
+stamped on the turn being decided: the code that gave the run's last answer, as the journal
+says: `replenisher.loop.patches`; "" when there is none).
 
 Any other failure an engine cannot recover from (a refused journal entry) is raised as
 `RunStopped`: the run then ends with a true outcome, never a silent stop.
@@ -149,7 +150,9 @@ async def ask_decider(
 
 class Engine(Protocol):
     run_id: str
-    code: str
+
+    @property
+    def code(self) -> str: ...
 
     async def now(self) -> float: ...
 
