@@ -66,6 +66,14 @@ class Archiving:
     def code(self) -> str:
         return self.inner.code
 
+    def patched(self, name: str) -> bool:
+        """Noted when the new branch is taken, so a replay takes it at the same point; the old
+        branch leaves the archive as the code before the patch left it."""
+        taken = self.inner.patched(name)
+        if taken:
+            self.writer.add(Entry.patched(name))
+        return taken
+
     async def now(self) -> float:
         at = await self.inner.now()
         self.writer.add(Entry.now(at))

@@ -20,8 +20,8 @@ one diverges:
 
 - a run started on code that knows the patch takes the new branch everywhere;
 - a run moved from older code replays the turns it ran there on the old branch (its journaled
-  answers carry no patch), finishes the turn it was in on the old branch too, and takes the new one
-  from its first answer given on the new code (the next turn's decision);
+  answers carry no patch), goes on in the turn it was in on the old branch too, and takes the new
+  one from its first answer given on the new code (its next decision, or a step before it);
 - a replay of either returns what the first run did, whatever code replays it.
 
 The old branch must do exactly what the old code did, journal entries and state written included;
