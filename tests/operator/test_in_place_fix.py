@@ -60,14 +60,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeploymentStack]
         yield own
 
 
-async def invocation(stack: DeploymentStack, run_id: str) -> dict[str, Any]:
-    [row] = await stack.admin.asql(
-        "SELECT id, status, pinned_deployment_id, last_failure, last_failure_error_code FROM sys_invocation "
-        f"WHERE target = 'Replenish/{run_id}/run'"
-    )
-    return row
-
-
 async def test_a_waiting_run_moved_to_the_fixed_deployment_finishes_there_once(stack: DeploymentStack) -> None:
     a = stack.deploy("v1", name="a")
     async with stack.scenario("fix-same") as first, stack.scenario("fix-other") as second:
@@ -78,11 +70,7 @@ async def test_a_waiting_run_moved_to_the_fixed_deployment_finishes_there_once(s
             await scenario.waiting_for(run_id, "wait_for_approval")
         first_run, second_run = runs
         for run_id in runs:
-
-            async def suspended(run_id: str = run_id) -> bool:
-                return (await invocation(stack, run_id))["status"] == "suspended"
-
-            await eventually(suspended, timeout=30, what=f"{run_id} suspended in its wait")
+            await stack.suspended(run_id)
         b = stack.deploy("v1", name="b")
         d = stack.deploy("v2", name="d", app=BROKEN_FIX)
         c = stack.deploy("v2", name="c")  # the newest: the SKUs' calls go to it
@@ -96,11 +84,11 @@ async def test_a_waiting_run_moved_to_the_fixed_deployment_finishes_there_once(s
         for invocation_id, fixed in ((first_id, b), (second_id, d)):
             await run_documented(stack, PAUSE, invocation_id=invocation_id)
             await run_documented(stack, RESUME, invocation_id=invocation_id, fixed_deployment_id=fixed)
-        assert (await invocation(stack, first_run))["pinned_deployment_id"] == b
+        assert (await stack.run_invocation(first_run))["pinned_deployment_id"] == b
         stack.services["a"].stop()  # A is gone: nothing can run there any more
 
         async def refused_on_d() -> dict[str, Any] | None:
-            row = await invocation(stack, second_run)
+            row = await stack.run_invocation(second_run)
             return row if row["last_failure_error_code"] == "RT0016" else None
 
         refused = await eventually(refused_on_d, timeout=60, what="Restate to refuse the replay on D")
@@ -116,7 +104,7 @@ async def test_a_waiting_run_moved_to_the_fixed_deployment_finishes_there_once(s
             assert (await scenario.outcome(run_id, within=90))["outcome"] == "received", run_id
             orders = await scenario.orders()
             assert len(orders) == 1, orders
-            assert (await invocation(stack, run_id))["pinned_deployment_id"] == fixed
+            assert (await stack.run_invocation(run_id))["pinned_deployment_id"] == fixed
         first_history = (await runs[first_run][0].run_view(first_run))["state"]["history"]
         assert first_history[-1]["tool"] == "done" and {turn["code"] for turn in first_history} == {"v1"}
         # On C: A's turns, up to the wait it was moved in, as A stamped them; the rest as C ran them.

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from deployment_stack import DeploymentStack, deployment_stack
 
-from support import eventually
 from upgrade.patched import MARK
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -31,20 +30,6 @@ WAITS = ("wait_for_approval", "wait_for_supplier_reply", "wait_for_goods")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeploymentStack]:
     with deployment_stack(tmp_path_factory.mktemp("patched")) as own:
         yield own
-
-
-async def invocation(stack: DeploymentStack, run_id: str) -> dict[str, Any]:
-    [row] = await stack.admin.asql(
-        f"SELECT id, status, pinned_deployment_id FROM sys_invocation WHERE target = 'Replenish/{run_id}/run'"
-    )
-    return row
-
-
-async def suspended(stack: DeploymentStack, run_id: str) -> None:
-    async def is_suspended() -> bool:
-        return (await invocation(stack, run_id))["status"] == "suspended"
-
-    await eventually(is_suspended, timeout=30, what=f"{run_id} suspended in its wait")
 
 
 def waits(history: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
@@ -60,16 +45,16 @@ async def test_an_old_run_moved_to_patched_code_and_a_new_run_there_each_take_th
         old_run = (await old.check())["started"]
         old_po = (await old.pending_approval())["po_number"]
         await old.waiting_for(old_run, "wait_for_approval")
-        await suspended(stack, old_run)
+        await stack.suspended(old_run)
 
         b = stack.deploy("v2", name="b", app=PATCHED_APP)
         new_run = (await new.check())["started"]
         new_po = (await new.pending_approval())["po_number"]
         await new.waiting_for(new_run, "wait_for_approval")
-        assert (await invocation(stack, new_run))["pinned_deployment_id"] == b
-        assert (await invocation(stack, old_run))["pinned_deployment_id"] == a
+        assert (await stack.run_invocation(new_run))["pinned_deployment_id"] == b
+        assert (await stack.run_invocation(old_run))["pinned_deployment_id"] == a
 
-        old_id = (await invocation(stack, old_run))["id"]
+        old_id = (await stack.run_invocation(old_run))["id"]
         for command in (["pause"], ["resume", "--deployment", b]):
             result = await stack.restate_cli("invocations", command[0], "--yes", old_id, *command[1:])
             assert result.code == 0, result
@@ -80,7 +65,7 @@ async def test_an_old_run_moved_to_patched_code_and_a_new_run_there_each_take_th
         for scenario, run_id in ((old, old_run), (new, new_run)):
             assert (await scenario.outcome(run_id, within=120))["outcome"] == "received", run_id
             assert len(await scenario.orders()) == 1
-            assert (await invocation(stack, run_id))["pinned_deployment_id"] == b
+            assert (await stack.run_invocation(run_id))["pinned_deployment_id"] == b
 
         old_waits = waits((await old.run_view(old_run))["state"]["history"])
         new_waits = waits((await new.run_view(new_run))["state"]["history"])
