@@ -326,17 +326,25 @@ def own_restate_and_world(base: Path) -> Iterator[tuple[BinaryRuntime, Hypercorn
 
 
 def versioned_service(
-    world_url: str, version: str, log_path: Path, name: str | None = None, extra: Mapping[str, str] | None = None
+    world_url: str,
+    version: str,
+    log_path: Path,
+    name: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    app: str | None = None,
 ) -> HypercornApp:
     """The replenisher service with REPLENISHER_CODE_VERSION=`version` (and `extra` settings) on a free
-    port (not started), under the suite's server, as a new deployment of that code would run."""
+    port (not started), under the suite's server, as a new deployment of that code would run. `app`: a
+    changed candidate of the suite's own (`tests.upgrade.planted:...`) in place of the service's app."""
     from replenisher.stack.local import SERVICE_APP
     from replenisher.stack.ports import free_port
     from replenisher.stack.processes import service_server
 
     env = service_env(world_url, {"REPLENISHER_CODE_VERSION": version, **(extra or {})})
+    if app is not None:  # the suite's modules, imported from the repository
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     name = f"replenisher-{name or version}"
-    return HypercornApp(SERVICE_APP, free_port(), env, name=name, log_path=log_path, server=service_server())
+    return HypercornApp(app or SERVICE_APP, free_port(), env, name=name, log_path=log_path, server=service_server())
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from replenisher.domain.tools import Tool
 from replenisher.domain.waits import WaitDays
 from replenisher.loop import Effect, RunRequest, StepFailed
 from replenisher.loop import replenish as loop
+from replenisher.loop.patches import here
 from replenisher.loop.request import CurrentWait
 
 
@@ -34,6 +35,9 @@ class PeerEngine:
 
     def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
         pass
+
+    def patched(self, name: str) -> bool:
+        return here(self.code).knows(name)  # one code from start to end: its own patches
 
     async def arrived_by(self, event: EventKind, seq: int, deadline: float) -> bool:
         return False  # a peer's message waits in its inbox: none is ever held up past a deadline

@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     check_interval_days: float = Field(default=1.0, gt=0)
     rest_after_failure_days: float = Field(default=5.0, ge=0)
     decider: Literal["offline", "claude"] = "offline"
-    code_version: str = Field(default="dev", max_length=64, description="stamped on every turn this process runs")
+    code_version: str = Field(default="dev", max_length=64, description="stamped on every turn this process first runs")
     step_max_attempts: int = Field(default=6, ge=1)
     step_initial_retry_ms: int = Field(default=2_000, ge=1)
     step_max_retry_ms: int = Field(default=60_000, ge=1)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from operator_support import CliResult
@@ -23,7 +24,7 @@ from replenisher.stack.admin import Admin, register_deployment
 from replenisher.stack.install import ensure_restate
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import BinaryRuntime
-from support import own_restate_and_world, versioned_service
+from support import eventually, own_restate_and_world, versioned_service
 
 
 @dataclass
@@ -46,15 +47,35 @@ class DeploymentStack:
     def admin(self) -> Admin:
         return Admin(self.restate.admin_url)
 
-    def deploy(self, version: str, name: str | None = None, env: dict[str, str] | None = None) -> str:
+    def deploy(
+        self, version: str, name: str | None = None, env: dict[str, str] | None = None, app: str | None = None
+    ) -> str:
         """The service with REPLENISHER_CODE_VERSION=`version` (and `env`) on a new port, registered: its
-        deployment id. `name` (default: the version) names its process in `services` and its log."""
+        deployment id. `name` (default: the version) names its process in `services` and its log; `app`
+        serves a changed candidate of the suite's (`tests.upgrade.planted:renamed_step_app()`) instead."""
         name = name or version
-        app = versioned_service(self.world.url, version, self.log_dir / f"replenisher-{name}.log", name, env)
-        self.services[name] = app
-        app.start()
-        app.wait_ready()
-        return register_deployment(self.restate.admin_url, self.restate.deployment_uri(app.port)).id
+        log = self.log_dir / f"replenisher-{name}.log"
+        service = versioned_service(self.world.url, version, log, name, env, app)
+        self.services[name] = service
+        service.start()
+        service.wait_ready()
+        return register_deployment(self.restate.admin_url, self.restate.deployment_uri(service.port)).id
+
+    async def run_invocation(self, run_id: str) -> dict[str, Any]:
+        """Restate's record of a run's invocation: its id, status, pinned deployment and last failure."""
+        [row] = await self.admin.asql(
+            "SELECT id, status, pinned_deployment_id, last_failure, last_failure_error_code FROM sys_invocation "
+            f"WHERE target = 'Replenish/{run_id}/run'"
+        )
+        return row
+
+    async def suspended(self, run_id: str) -> None:
+        """Returns once the run's invocation is suspended (resting in a wait), or fails after 30 s."""
+
+        async def is_suspended() -> bool:
+            return (await self.run_invocation(run_id))["status"] == "suspended"
+
+        await eventually(is_suspended, timeout=30, what=f"{run_id} suspended in its wait")
 
     @asynccontextmanager
     async def scenario(self, name: str) -> AsyncIterator[Scenario]:

@@ -1,12 +1,15 @@
 """Fixing runs that already wait (docs/deploying/upgrading.md, "Fixing runs that already wait"),
 with the page's commands run as written, through a real stack of its own.
 
-Two runs wait for the manager on deployment A. The fix, B, is registered beside it under A's code
-version; C, under another version, too. One run is paused and resumed on B; the other on C, where
-Restate refuses to replay it (RT0016: each turn's code version is in the journaled state), so it is
-paused again and resumed on B. A is stopped for good: nothing can run there. Both runs are then
-approved and finish on B, judged from the world's records (one order each, the goods received),
-and A is drained and safe to remove.
+Two runs wait for the manager on deployment A (code v1). Three deployments are registered beside it:
+the fix B under A's version, a broken fix D (a step renamed: it cannot replay the runs' journals) and
+the fix C under another version, v2. One run is paused and resumed on B; the other on D, where Restate
+refuses to replay it (RT0016, at the renamed step), so it is paused again and resumed on C. A is
+stopped for good: nothing can run there. Both runs are then approved and finish, on B and on C,
+judged from the world's records (one order each, the goods received) and each run's state: every
+turn of the run on B is labelled v1; on C, the turns A ran are labelled v1 (the journal says so, and
+the replay on v2 writes the same state) and those first run on C are labelled v2. A is drained and
+safe to remove.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from operator_support import CliResult
 from support import doc_section, eventually, sh_blocks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+BROKEN_FIX = "tests.upgrade.planted:renamed_step_app()"
 
 SECTION = doc_section("deploying/upgrading.md", "## Fixing runs that already wait")
 
@@ -55,14 +60,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DeploymentStack]
         yield own
 
 
-async def invocation(stack: DeploymentStack, run_id: str) -> dict[str, Any]:
-    [row] = await stack.admin.asql(
-        "SELECT id, status, pinned_deployment_id, last_failure, last_failure_error_code FROM sys_invocation "
-        f"WHERE target = 'Replenish/{run_id}/run'"
-    )
-    return row
-
-
 async def test_a_waiting_run_moved_to_the_fixed_deployment_finishes_there_once(stack: DeploymentStack) -> None:
     a = stack.deploy("v1", name="a")
     async with stack.scenario("fix-same") as first, stack.scenario("fix-other") as second:
@@ -73,13 +70,10 @@ async def test_a_waiting_run_moved_to_the_fixed_deployment_finishes_there_once(s
             await scenario.waiting_for(run_id, "wait_for_approval")
         first_run, second_run = runs
         for run_id in runs:
-
-            async def suspended(run_id: str = run_id) -> bool:
-                return (await invocation(stack, run_id))["status"] == "suspended"
-
-            await eventually(suspended, timeout=30, what=f"{run_id} suspended in its wait")
+            await stack.suspended(run_id)
         b = stack.deploy("v1", name="b")
-        c = stack.deploy("v2", name="c")
+        d = stack.deploy("v2", name="d", app=BROKEN_FIX)
+        c = stack.deploy("v2", name="c")  # the newest: the SKUs' calls go to it
 
         listed = json.loads((await run_documented(stack, LIST)).out)
         [on_a] = [d for d in listed["deployments"] if d["id"] == a]
@@ -87,31 +81,38 @@ async def test_a_waiting_run_moved_to_the_fixed_deployment_finishes_there_once(s
         assert set(ids) == {f"Replenish/{run_id}/run" for run_id in runs}, on_a
         first_id, second_id = (ids[f"Replenish/{run_id}/run"] for run_id in runs)
 
-        for invocation_id, fixed in ((first_id, b), (second_id, c)):
+        for invocation_id, fixed in ((first_id, b), (second_id, d)):
             await run_documented(stack, PAUSE, invocation_id=invocation_id)
             await run_documented(stack, RESUME, invocation_id=invocation_id, fixed_deployment_id=fixed)
-        assert (await invocation(stack, first_run))["pinned_deployment_id"] == b
+        assert (await stack.run_invocation(first_run))["pinned_deployment_id"] == b
         stack.services["a"].stop()  # A is gone: nothing can run there any more
 
-        async def refused_on_c() -> dict[str, Any] | None:
-            row = await invocation(stack, second_run)
+        async def refused_on_d() -> dict[str, Any] | None:
+            row = await stack.run_invocation(second_run)
             return row if row["last_failure_error_code"] == "RT0016" else None
 
-        refused = await eventually(refused_on_c, timeout=60, what="Restate to refuse the replay on C")
-        assert refused["pinned_deployment_id"] == c and "'set state'" in refused["last_failure"], refused
+        refused = await eventually(refused_on_d, timeout=60, what="Restate to refuse the replay on D")
+        assert refused["pinned_deployment_id"] == d and "_renamed" in refused["last_failure"], refused
         if refused["status"] != "paused":
             await run_documented(stack, PAUSE, invocation_id=second_id)
-        await run_documented(stack, RESUME, invocation_id=second_id, fixed_deployment_id=b)
+        await run_documented(stack, RESUME, invocation_id=second_id, fixed_deployment_id=c)
 
         for scenario, po_number in runs.values():
             await scenario.decide(po_number, approved=True)
-        for run_id, (scenario, _) in runs.items():
+        for run_id, fixed in ((first_run, b), (second_run, c)):
+            scenario = runs[run_id][0]
             assert (await scenario.outcome(run_id, within=90))["outcome"] == "received", run_id
             orders = await scenario.orders()
             assert len(orders) == 1, orders
-            assert (await invocation(stack, run_id))["pinned_deployment_id"] == b
-            history = (await scenario.run_view(run_id))["state"]["history"]
-            assert [turn["tool"] for turn in history][-1] == "done" and {turn["code"] for turn in history} == {"v1"}
+            assert (await stack.run_invocation(run_id))["pinned_deployment_id"] == fixed
+        first_history = (await runs[first_run][0].run_view(first_run))["state"]["history"]
+        assert first_history[-1]["tool"] == "done" and {turn["code"] for turn in first_history} == {"v1"}
+        # On C: A's turns, up to the wait it was moved in, as A stamped them; the rest as C ran them.
+        history = (await runs[second_run][0].run_view(second_run))["state"]["history"]
+        tools, codes = [turn["tool"] for turn in history], [turn["code"] for turn in history]
+        moved = tools.index("wait_for_approval") + 1
+        assert tools[-1] == "done" and "place_order" in tools[moved:], tools
+        assert codes == ["v1"] * moved + ["v2"] * (len(codes) - moved), list(zip(tools, codes, strict=True))
 
         async def a_safe() -> bool:
             result = await stack.cli("deployments", "--json")

@@ -34,7 +34,7 @@ MAX_RAW_CHARS = 24_000
 """A message beyond this (a supplier's email is at most 20,000 characters) is kept cut."""
 SECRET_KEYS = frozenset({"token", "approval_token"})
 
-Op = Literal["now", "decided", "step", "receive", "arrived_by"]
+Op = Literal["now", "decided", "step", "receive", "arrived_by", "patched"]
 
 
 def cut(text: str | None, limit: int = MAX_TEXT) -> str | None:
@@ -123,6 +123,11 @@ class Entry(BaseModel):
     @classmethod
     def arrived_by(cls, key: str, arrived: bool) -> Entry:
         return cls(op="arrived_by", name=key, value=arrived)
+
+    @classmethod
+    def patched(cls, name: str) -> Entry:
+        """The run took the new branch of patch `name` here (`replenisher.loop.patches`)."""
+        return cls(op="patched", name=name, value=True)
 
 
 class Chunk(BaseModel):

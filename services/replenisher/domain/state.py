@@ -129,7 +129,9 @@ class TurnRecord(BaseModel):
     reason: str = ""
     decided_by: str = Field(default="", description="who picked the tool: the decider, the rules, or only-allowed")
     summary: str = ""
-    code: str = Field(default="", description="the code version of the deployment that ran this turn")
+    code: str = Field(
+        default="", description="the code version that first ran this turn, as the journal says (loop/patches.py)"
+    )
 
 
 class State(BaseModel):

@@ -44,7 +44,9 @@ class RunView(BaseModel):
 # could start a SKU's next run with its own request, or fill a run's message slots first.
 @validated(replenish.main, ingress_private=True, workflow_retention=retention.WORKFLOW)
 async def run(ctx: WorkflowContext, request: RunRequest) -> ReplenishmentResult:
-    engine = RestateEngine(ctx, sku=request.stock.sku, terms=request.decider_terms, clock=request.started_at)
+    engine = RestateEngine(
+        ctx, sku=request.stock.sku, terms=request.decider_terms, clock=request.started_at, start=request.stamp
+    )
     # Kept past the journal's retention, for `replenisher replay`.
     archive = wiring().archive
     sink = archive(ctx) if archive is not None else RestateArchiveSink(ctx)

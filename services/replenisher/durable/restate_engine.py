@@ -39,6 +39,7 @@ from replenisher.durable.spool import CallSpool
 from replenisher.durable.steps import retry_options, timed_step
 from replenisher.loop import names
 from replenisher.loop.engine import Effect, RunStopped, StepFailed
+from replenisher.loop.patches import Stamp, here
 from replenisher.loop.request import CurrentWait
 from replenisher.wiring import wiring
 
@@ -63,13 +64,19 @@ class RestateEngine:
         world: World | None = None,
         terms: DeciderTerms | None = None,
         clock: float | None = None,
+        start: Stamp | None = None,
     ) -> None:
         self.ctx = ctx
         self.run_id = ctx.key()
         self.sku = sku
-        # Deployments are immutable, so this is the same on every replay of a run: it tells which
-        # code a turn ran on (a run that started before an upgrade finishes on the old code).
-        self.code = wiring().settings.code_version
+        # This deployment's code: the stamp it journals with every decision and step it takes. What a
+        # turn is labelled with and what `patched` answers come from the journal instead (the stamp
+        # of the last answer, or the run's request's before the first), so that a run moved to
+        # another deployment replays as it first ran: `replenisher.loop.patches`. A request from
+        # before stamps names no code: this deployment's, which the code of that time stamped.
+        self.deployment_code = wiring().settings.code_version
+        self._here = here(self.deployment_code)
+        self._stamp = start or Stamp(code=self.deployment_code)
         # The run's own decider, fixed when it started, whatever this service is set to now.
         self.terms = terms
         if decider is None:
@@ -87,6 +94,15 @@ class RestateEngine:
         # The last clock reading, while nothing durable has happened since (see `now`); at the
         # start, the one the run was started with (journaled by the SKU, in the run's input).
         self._time: float | None = clock
+
+    @property
+    def code(self) -> str:
+        """The code version that gave the run's last journaled answer (or started it)."""
+        return self._stamp.code
+
+    def patched(self, name: str) -> bool:
+        """Whether that code knew the patch `name`: read from the journal, no entry of its own."""
+        return self._stamp.knows(name)
 
     @property
     def world(self) -> World:
@@ -138,7 +154,7 @@ class RestateEngine:
             crash_point(scope, name, "after")
             if lost:
                 decision = decision.model_copy(update={"lost": lost})
-            return _TimedDecision(value=decision, at=clock())
+            return _TimedDecision(value=decision, at=clock()).stamped(self._here)
 
         self._time = None
         try:
@@ -150,8 +166,9 @@ class RestateEngine:
         # Journaled now (or replayed from the journal): the spool has nothing more to tell.
         if spool:
             spool.done(invocation, name)
-        # The clock as the answer came, journaled with it: the run's next reading.
+        # The clock as the answer came, journaled with it: the run's next reading; and the code that gave it.
         self._time = timed.at
+        self._stamp = timed.stamp(self.deployment_code)
         return timed.value
 
     def decided(self, turn: int, state: State, allowed: Sequence[Tool], decision: Decision) -> None:
@@ -160,11 +177,12 @@ class RestateEngine:
     async def step(self, name: str, effect: Effect[T]) -> T:
         self._time = None
         try:
-            timed = await timed_step(self.ctx, name, effect.result, effect.run, self.world)
+            timed = await timed_step(self.ctx, name, effect.result, effect.run, self.world, stamp=self._here)
         except TerminalError as e:
             raise StepFailed(e.message) from e
-        # The clock as the step ended, journaled with its result: the run's next reading.
+        # The clock as the step ended, journaled with its result: the run's next reading; and the code that ran it.
         self._time = timed.at
+        self._stamp = timed.stamp(self.deployment_code)
         return timed.value
 
     async def sleep(self, name: str, seconds: float) -> None:

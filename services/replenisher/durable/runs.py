@@ -14,6 +14,7 @@ from replenisher.domain.documents import StockLevel
 from replenisher.domain.sku import SkuRecord
 from replenisher.durable.contracts import START_RUN, AdoptedOrder, RunRequest
 from replenisher.loop import names
+from replenisher.loop.patches import known
 from replenisher.wiring import settings, wiring
 
 
@@ -30,6 +31,8 @@ def run_request(record: SkuRecord, stock: StockLevel, at: float, adopt: AdoptedO
         adopt=adopt,
         started_at=at,
         people_matrix=True if wiring().authority is not None else None,
+        code=settings().code_version,
+        patches=known() or None,
     )
 
 

@@ -18,6 +18,7 @@ from restate.exceptions import TerminalError
 from replenisher.domain.ports import Rejected
 from replenisher.durable.clock import Timed
 from replenisher.durable.probes import crash_point, hold_point
+from replenisher.loop.patches import Stamp
 from replenisher.wiring import settings, wiring
 
 T = TypeVar("T", bound=BaseModel)
@@ -40,14 +41,20 @@ async def step(ctx: Context, name: str, result: type[T], action: Callable[..., A
 
 
 async def timed_step(
-    ctx: Context, name: str, result: type[T], action: Callable[..., Awaitable[T]], *args: Any
+    ctx: Context,
+    name: str,
+    result: type[T],
+    action: Callable[..., Awaitable[T]],
+    *args: Any,
+    stamp: Stamp | None = None,
 ) -> Timed[T]:
-    """`step`, journaling with the result the wall clock as the step ended."""
+    """`step`, journaling with the result the wall clock as the step ended (and `stamp`, if given:
+    the code that ran it)."""
     attempt, journaled, clock = _attempt(ctx.key(), name, action, *args), Timed[result], wiring().clock
 
     async def timed_attempt() -> Timed[T]:
-        value = await attempt()
-        return journaled(value=value, at=clock())
+        timed = journaled(value=await attempt(), at=clock())
+        return timed.stamped(stamp) if stamp is not None else timed
 
     return await ctx.run_typed(name, timed_attempt, retry_options(journaled))
 

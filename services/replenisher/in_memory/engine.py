@@ -32,7 +32,7 @@ from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS, Tool, Wait
 from replenisher.domain.turns import Ask
 from replenisher.in_memory.world import DAY, SKU, Inbox, MemoryWorld
-from replenisher.loop import Effect, RunRequest, StepFailed, replenish
+from replenisher.loop import Effect, RunRequest, StepFailed, patches, replenish
 from replenisher.loop.archiving import Archiving, MemorySink
 from replenisher.loop.engine import ask_decider
 from replenisher.loop.request import CurrentWait
@@ -66,6 +66,8 @@ class MemoryEngine:
     inbox: Inbox
     until: Callable[[State], bool] | None = None
     code: str = ""
+    patches: tuple[str, ...] | None = None
+    """The patches the run's code knew (`replenisher.loop.patches`); None: this code's own."""
     state: State | None = None
     decisions: list[Decision] = field(default_factory=list)
     executed: list[tuple[str, bool]] = field(default_factory=list)
@@ -82,6 +84,9 @@ class MemoryEngine:
 
     async def now(self) -> float:
         return self.world.clock.now
+
+    def patched(self, name: str) -> bool:
+        return patches.check(name) in (patches.known() if self.patches is None else self.patches)
 
     async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
         self.state = state
@@ -160,9 +165,11 @@ async def run_in_memory(
     until: Callable[[State], bool] | None = None,
     people_matrix: bool | None = None,
     approval_policy: ApprovalPolicy | None = None,
+    patches: tuple[str, ...] | None = None,
 ) -> Run:
     """`people_matrix`: the run starts with an authority matrix in force (its approvals must name people);
-    `approval_policy`: its reminders and backup approver (none, unless given)."""
+    `approval_policy`: its reminders and backup approver (none, unless given); `patches`: those its code
+    knows (`replenisher.loop.patches`; None: this code's own)."""
     stock = StockLevel(sku=SKU, on_hand=on_hand, safety_stock=20, target_stock=100, suppliers=suppliers)
     request = RunRequest(
         stock=stock,
@@ -172,7 +179,7 @@ async def run_in_memory(
         people_matrix=people_matrix,
         approval_policy=approval_policy or ApprovalPolicy.none(),
     )
-    engine = MemoryEngine(run_id_of(SKU, run_number), decider, world, inbox, until=until)
+    engine = MemoryEngine(run_id_of(SKU, run_number), decider, world, inbox, until=until, patches=patches)
     sink = MemorySink()
     try:
         # Archived as the workflow archives it, for the suites that replay it.

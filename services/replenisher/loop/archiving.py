@@ -57,11 +57,22 @@ class Archiving:
         self.inner = inner
         self.sink = sink
         self.run_id = inner.run_id
-        self.code = inner.code
         self.writer = ArchiveWriter()
         sink.begin(
             RunArchive(run_id=inner.run_id, sku=sku, code=inner.code or None, request=request.model_dump(mode="json"))
         )
+
+    @property
+    def code(self) -> str:
+        return self.inner.code
+
+    def patched(self, name: str) -> bool:
+        """Noted when the new branch is taken, so a replay takes it at the same point; the old
+        branch leaves the archive as the code before the patch left it."""
+        taken = self.inner.patched(name)
+        if taken:
+            self.writer.add(Entry.patched(name))
+        return taken
 
     async def now(self) -> float:
         at = await self.inner.now()

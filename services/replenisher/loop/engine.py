@@ -39,13 +39,19 @@ them and must not make up its own.
   called after every turn and whenever a wait changes the state.
 - `show_wait(wait)`: the wait the run is in now, or None when it ends (for the views).
 - `finish(result)`: hand the outcome on (to the SKU); the last thing a run does.
+- `patched(name)`: whether the code that first ran the run up to here knew the patch `name`
+  (`replenisher.loop.patches`): a branch between old and new behaviour that replays as it first
+  ran. Restate's engine reads it from the journal (the stamp of the last decision or step, or of
+  the run's request), never from the process that asks; the others answer for the one code they
+  run (the in-memory engine: the patches it was given; a replay: what the run recorded).
 
 A run's archive, for `replenisher replay`, is not an engine's business: wrapping any engine in
 `replenisher.loop.archiving.Archiving` notes every answer it gives the loop, and the replay
 engine (`replenisher.replay.playback`) serves them back to the same loop.
 
 Attributes: `run_id` (the run's id, e.g. `replenish-SKU-1`) and `code` (the code version
-stamped on each turn; "" when there is none).
+stamped on the turn being decided: the code that gave the run's last answer, as `patched` reads
+it; "" when there is none).
 
 Any other failure an engine cannot recover from (a refused journal entry) is raised as
 `RunStopped`: the run then ends with a true outcome, never a silent stop.
@@ -149,7 +155,11 @@ async def ask_decider(
 
 class Engine(Protocol):
     run_id: str
-    code: str
+
+    @property
+    def code(self) -> str: ...
+
+    def patched(self, name: str) -> bool: ...
 
     async def now(self) -> float: ...
 

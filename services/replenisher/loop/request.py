@@ -23,6 +23,7 @@ from replenisher.domain.escalation import ApprovalPolicy
 from replenisher.domain.memory import MemoryBrief
 from replenisher.domain.state import OrderProgress
 from replenisher.domain.waits import WaitDays
+from replenisher.loop.patches import Stamp
 
 
 class AdoptedOrder(BaseModel):
@@ -60,10 +61,23 @@ class RunRequest(BaseModel):
         "whose limit covers the order (REPLENISHER_PEOPLE_FILE); absent: approvals are checked as before",
     )
 
+    code: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the code version of the SKU that started the run (`replenisher.loop.patches`); absent: "
+        "a request from before stamps",
+    )
+    patches: tuple[str, ...] | None = Field(default=None, description="the patches that code knew; absent: none")
+
     @model_serializer(mode="wrap")
     def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Sent as before without a matrix: a replayed start compares equal with the journal's.
-        return without_unset(handler(self), "people_matrix")
+        # Sent as before without a matrix or a stamp: a replayed start compares equal with the journal's.
+        return without_unset(handler(self), "people_matrix", "code", "patches")
+
+    @property
+    def stamp(self) -> Stamp | None:
+        """The code that started the run, as far as its request says."""
+        return None if self.code is None else Stamp(code=self.code, patches=self.patches or ())
 
 
 class Envelope(BaseModel):

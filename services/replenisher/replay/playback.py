@@ -26,6 +26,7 @@ from replenisher.domain.state import State
 from replenisher.domain.tools import TOOLS_BY_NAME, Tool
 from replenisher.loop import names
 from replenisher.loop.engine import Effect, StepFailed, ask_decider
+from replenisher.loop.patches import check
 from replenisher.loop.request import CurrentWait
 
 if TYPE_CHECKING:
@@ -143,6 +144,14 @@ class ReplayEngine:
 
     async def now(self) -> float:
         return float(self._next("now").value)
+
+    def patched(self, name: str) -> bool:
+        """As the run answered: the archive notes each new branch it took, and nothing for an old one."""
+        check(name)
+        if self.at < len(self.entries) and (entry := self.entries[self.at]).op == "patched" and entry.name == name:
+            self.at += 1
+            return True
+        return False
 
     async def decide(self, name: str, state: State, allowed: Sequence[Tool], refusals: Sequence[Refusal]) -> Decision:
         # A transient failure is retried, as the workflow's step is.
