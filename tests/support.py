@@ -299,7 +299,9 @@ def inbound_endpoint(
 
 
 @contextmanager
-def own_restate_and_world(base: Path) -> Iterator[tuple[BinaryRuntime, HypercornApp]]:
+def own_restate_and_world(
+    base: Path, day_seconds: float = TEST_DAY_SECONDS
+) -> Iterator[tuple[BinaryRuntime, HypercornApp]]:
     """Restate (restate.toml with the tests' settings) and the world on free ports, data and logs under
     `base`, for a module that registers deployments of its own (which would change where every later
     call of the session's stack goes); both stopped afterwards, even on failure."""
@@ -311,9 +313,8 @@ def own_restate_and_world(base: Path) -> Iterator[tuple[BinaryRuntime, Hypercorn
         RestatePorts.free(), base / "data", RESTATE_TEST_ENV, log_path=base / "restate.log",
         config_file=REPO_ROOT / "restate.toml",
     )  # fmt: skip
-    world = HypercornApp(
-        WORLD_APP, free_port(), world_env(restate.ingress_url), name="world", log_path=base / "world.log"
-    )
+    env = world_env(restate.ingress_url, {"WORLD_DAY_SECONDS": f"{day_seconds:g}"})
+    world = HypercornApp(WORLD_APP, free_port(), env, name="world", log_path=base / "world.log")
     try:
         restate.start()
         restate.wait_ready()
@@ -332,6 +333,7 @@ def versioned_service(
     name: str | None = None,
     extra: Mapping[str, str] | None = None,
     app: str | None = None,
+    day_seconds: float = TEST_DAY_SECONDS,
 ) -> HypercornApp:
     """The replenisher service with REPLENISHER_CODE_VERSION=`version` (and `extra` settings) on a free
     port (not started), under the suite's server, as a new deployment of that code would run. `app`: a
@@ -340,7 +342,10 @@ def versioned_service(
     from replenisher.stack.ports import free_port
     from replenisher.stack.processes import service_server
 
-    env = service_env(world_url, {"REPLENISHER_CODE_VERSION": version, **(extra or {})})
+    env = service_env(
+        world_url,
+        {"REPLENISHER_CODE_VERSION": version, "REPLENISHER_DAY_SECONDS": f"{day_seconds:g}", **(extra or {})},
+    )
     if app is not None:  # the suite's modules, imported from the repository
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     name = f"replenisher-{name or version}"

@@ -26,6 +26,12 @@ from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import BinaryRuntime
 from support import eventually, own_restate_and_world, versioned_service
 
+# A business day of 1 s, not the suites' 0.25: these runs wait through operator steps (CLI runs,
+# deploys, upgrade checks: 40 to 100 s on a loaded machine), and a quote (at most 365 days in the
+# world) must outlive them. On the suites' clock it lasted 91 s at most, and CI saw one expire: the
+# run then, rightly, refused to order on it and asked again for an approval no test gave.
+DAY_SECONDS = 1.0
+
 
 @dataclass
 class DeploymentStack:
@@ -55,7 +61,7 @@ class DeploymentStack:
         serves a changed candidate of the suite's (`tests.upgrade.planted:renamed_step_app()`) instead."""
         name = name or version
         log = self.log_dir / f"replenisher-{name}.log"
-        service = versioned_service(self.world.url, version, log, name, env, app)
+        service = versioned_service(self.world.url, version, log, name, env, app, day_seconds=DAY_SECONDS)
         self.services[name] = service
         service.start()
         service.wait_ready()
@@ -85,10 +91,7 @@ class DeploymentStack:
             httpx.AsyncClient(base_url=self.world.url, timeout=timeout) as world,
         ):
             scenario = Scenario(ingress, world, name)
-            # A request here waits through operator steps (CLI runs, deploys, upgrade checks) that take
-            # over 40 s on a loaded machine; the default quote (30 s) expired under them and the run,
-            # rightly refusing to order on it, asked again for an approval no test gave. The world's
-            # longest validity: 91 s.
+            # The world's longest quote, 6 minutes on this stack's clock (DAY_SECONDS).
             await scenario.setup(quote_valid_days=365)
             yield scenario
 
@@ -119,7 +122,7 @@ class DeploymentStack:
 
 @contextmanager
 def deployment_stack(base: Path) -> Iterator[DeploymentStack]:
-    with own_restate_and_world(base) as (restate, world):
+    with own_restate_and_world(base, DAY_SECONDS) as (restate, world):
         stack = DeploymentStack(restate, world, base)
         try:
             yield stack
