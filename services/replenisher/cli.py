@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.credentials import unverified_claims
-from replenisher.domain.sku import SkuRecord, split_run_id
+from replenisher.domain.sku import SkuRecord, SkuView, split_run_id
 from replenisher.operations import agent_calls
 from replenisher.operations.cost import costs
 from replenisher.operations.decide import BadDecision, decide, wait_until_taken
@@ -246,7 +246,7 @@ async def cmd_status(client: RestateClient, args: argparse.Namespace) -> int:
     def human() -> str:
         stats = record.stats
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_outcome.items())) or "none yet"
-        watch = f"checked every {record.watch.interval_days:g} days" if record.watch.watching else "not watched"
+        watch = watch_line(record)
         runs = f"{record.runs_started} run{'' if record.runs_started == 1 else 's'} started"
         lines = [f"{record.sku}: {watch} · {runs} · outcomes: {outcomes}"]
         lines += paused_lines(found.paused, found.paused_note)
@@ -453,6 +453,15 @@ async def cmd_decide(client: RestateClient, args: argparse.Namespace) -> int:
 
     emit(args, data, human)
     return 0
+
+
+def watch_line(record: SkuView) -> str:
+    """`checked every 1 business day at about 12:08 (site time)`, or `not watched`."""
+    if not record.watch.watching:
+        return "not watched"
+    every = record.watch.interval_days
+    at = f" at about {record.check_time} (site time)" if record.check_time else ""
+    return f"checked every {every:g} business day{'' if every == 1 else 's'}{at}"
 
 
 def count(text: str) -> int:

@@ -29,6 +29,7 @@ from replenisher.domain.authority import AuthorityFileError, AuthorityMatrix, lo
 from replenisher.domain.calendar import DAY, BusinessCalendar, CalendarClock, ClockOrigin, Instant, load_calendar
 from replenisher.domain.credentials import BadToken, load_token_key
 from replenisher.domain.escalation import ApprovalPolicy
+from replenisher.domain.sku import check_fraction
 from replenisher.domain.waits import WaitDays
 from replenisher.inbound.stamp import DoorKeyError, load_door_key
 
@@ -168,6 +169,11 @@ class Settings(BaseSettings):
     def after(self, wall: float, business_days: float) -> timedelta:
         """How long from `wall` until `business_days` business days later, on the site calendar."""
         return timedelta(seconds=self.clock.after(wall, business_days) - wall)
+
+    def check_after(self, wall: float, business_days: float, sku: str) -> timedelta:
+        """How long from `wall` until the SKU's next check: about `business_days` later, at the SKU's
+        own time of the working day (`check_fraction`), so many SKUs' checks spread over the day."""
+        return timedelta(seconds=self.clock.spread_after(wall, business_days, check_fraction(sku)) - wall)
 
 
 class _Variables(EnvSettingsSource):

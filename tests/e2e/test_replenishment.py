@@ -3,13 +3,16 @@ REPLENISHER_SERVER), the world over HTTP."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from e2e.scenario import Scenario, ok
+from replenisher.domain.calendar import BusinessCalendar, CalendarClock, ClockOrigin
+from replenisher.domain.sku import check_fraction
 from replenisher.loop import names
-from support import HAPPY_PATH, eventually
+from support import CLOCK_ORIGIN, HAPPY_PATH, TEST_DAY_SECONDS, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -186,3 +189,40 @@ async def _active_run(scenario: Scenario) -> str | None:
 
 async def _no_ticks(scheduled_ticks) -> bool:
     return not await scheduled_ticks()
+
+
+async def test_a_watched_skus_checks_fall_at_its_own_time_of_the_working_day(scenario: Scenario, admin) -> None:
+    """#36: SKUs put under watch together check at their own times of the day, not all at once."""
+    await scenario.setup(on_hand=90, safety_stock=20)  # nothing to order: only the checks
+    ok(await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/watch", json={"interval_days": 200}))
+    slot = check_fraction(scenario.sku)
+    assert (await scenario.status())["check_time"] == BusinessCalendar().time_of(slot)
+    clock = CalendarClock(day_seconds=TEST_DAY_SECONDS, origin=ClockOrigin.at(CLOCK_ORIGIN))
+
+    async def sent_tick() -> list[dict[str, Any]] | None:
+        # The first tick's send of the next, as Restate journaled it (its invoke time with it).
+        rows = await admin.asql(
+            "SELECT j.entry_json FROM sys_journal j JOIN sys_invocation i ON i.id = j.id "
+            f"WHERE i.target = 'SkuAgent/{scenario.sku}/tick' AND i.status = 'completed' "
+            "AND j.entry_type = 'Command: OneWayCall'"
+        )
+        return rows or None
+
+    [row] = await eventually(sent_tick, timeout=10, what="the first tick's send of the next")
+    due = json.loads(row["entry_json"])["Command"]["OneWayCall"]["invoke_time"] / 1000
+    checked_at = (await scenario.status())["last_check"]["at"]  # the check's own journaled reading
+    # Restate dates the send from when it took it, a few milliseconds after the check's reading: on
+    # this clock a millisecond is 6 minutes of the site's day, so compare on the wall clock.
+    slot_due = clock.spread_after(checked_at, 200, slot)
+    assert 0 <= due - slot_due < 2, (clock.local(due), clock.local(slot_due))
+    # Not where 200 business days from the check would fall without the spread: hours away.
+    plain_due = clock.after(checked_at, 200)
+    assert abs(clock.business_days(plain_due, slot_due)) > 0.01 or abs(slot - local_fraction(clock, checked_at)) < 0.01
+    ok(await scenario.ingress.post(f"/SkuAgent/{scenario.sku}/unwatch"))
+    assert (await scenario.status())["check_time"] is None, "not watched: no time of day"
+
+
+def local_fraction(clock: CalendarClock, wall: float) -> float:
+    """How far through the (24-hour) site day wall instant `wall` falls, 0 to 1."""
+    at = clock.local(wall)
+    return (at.hour * 3600 + at.minute * 60 + at.second) / 86_400

@@ -24,3 +24,14 @@ def test_no_command_still_shows_the_top_level_usage(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit) as exit_:
         main([])
     assert exit_.value.code == 2 and "usage: replenisher [-h] COMMAND" in capsys.readouterr().err
+
+
+def test_status_says_how_often_and_at_what_time_of_day_a_watched_sku_checks() -> None:
+    from replenisher.cli import watch_line
+    from replenisher.domain.sku import SkuView, Watch
+
+    watched = SkuView(sku="SKU-1", watch=Watch(watching=True, interval_days=1), check_time="12:08")
+    assert watch_line(watched) == "checked every 1 business day at about 12:08 (site time)"
+    every3 = watched.model_copy(update={"watch": Watch(watching=True, interval_days=3), "check_time": None})
+    assert watch_line(every3) == "checked every 3 business days", "no time known (the service is down)"
+    assert watch_line(SkuView(sku="SKU-1")) == "not watched"

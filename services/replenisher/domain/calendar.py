@@ -156,6 +156,37 @@ class BusinessCalendar(BaseModel):
             scanned += 1
         raise ValueError(f"no {days:g} business days within {_MAX_DAYS_SCANNED} days on this calendar")
 
+    def _working_day(self, day: date, step: int) -> date:
+        """`day` if it is a working day, else the nearest one in the direction of `step` (+1 or -1)."""
+        for _ in range(_MAX_DAYS_SCANNED):
+            if self.is_working_day(day):
+                return day
+            day += timedelta(days=step)
+        raise ValueError(f"no working day within {_MAX_DAYS_SCANNED} days on this calendar")
+
+    def slot(self, day: date, fraction: float) -> float:
+        """The instant `fraction` (0 to 1) of the way through `day`'s working hours."""
+        opens, closes = self._window(day)
+        return opens + fraction * (closes - opens)
+
+    def time_of(self, fraction: float) -> str:
+        """`fraction` of a working day's hours as the site's time of day: `13:42`."""
+        minutes = _minutes(self.opens) + int(fraction * (_minutes(self.closes) - _minutes(self.opens)))
+        return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
+
+    def slot_near(self, target: float, fraction: float) -> float:
+        """The instant `fraction` of the way through a working day's hours, on the working day that
+        puts it nearest to `target` in working time: the day's own, or the one before or after."""
+        day = datetime.fromtimestamp(target, self.zone).date()
+        on_or_before = self._working_day(day, -1)
+        candidates = (
+            self._working_day(on_or_before - timedelta(days=1), -1),
+            on_or_before,
+            self._working_day(day + timedelta(days=1), 1),
+        )
+        slots = [self.slot(d, fraction) for d in candidates]
+        return min(slots, key=lambda at: (abs(self.business_days_between(target, at)), at))
+
     def business_days_between(self, start: float, end: float) -> float:
         """Working time from `start` to `end`, in business days (negative if `end` is earlier)."""
         if end < start:
@@ -212,6 +243,16 @@ class CalendarClock(BaseModel):
         if days <= 0:
             return wall
         return self.to_wall(self.calendar.add(self.to_calendar(wall), days))
+
+    def spread_after(self, wall: float, days: float, fraction: float) -> float:
+        """The wall instant about `days` business days after `wall`, moved to `fraction` of the way
+        through that working day's hours: the nearest such instant, so a check made on time comes
+        back exactly `days` later and one made late by less than half a day stays on its day.
+        Intervals under a business day are not moved (they fall several times a day)."""
+        if days < 1:
+            return self.after(wall, days)
+        target = self.calendar.add(self.to_calendar(wall), days)
+        return self.to_wall(self.calendar.slot_near(target, fraction))
 
     def business_days(self, wall_start: float, wall_end: float) -> float:
         return self.calendar.business_days_between(self.to_calendar(wall_start), self.to_calendar(wall_end))

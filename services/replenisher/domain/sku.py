@@ -8,6 +8,7 @@ plus rolling statistics, so the record stays small however many years it runs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from typing import Annotated, Any
@@ -38,6 +39,12 @@ KEPT_BYTES = 512 * 1024
 """The bytes of payload the kept messages may hold together, besides their count."""
 RECONCILE_BACKOFF_STEPS = 4
 """Reconciliation of an order that may exist backs off to at most 2**4 re-check intervals, never stops."""
+
+
+def check_fraction(sku: str) -> float:
+    """Where in the working day the SKU's stock checks fall, from 0 (opening) to 1 (closing): a hash
+    of its name, the same in every process and release, so a plant's SKUs spread over the day."""
+    return int.from_bytes(hashlib.sha256(sku.encode()).digest()[:4], "big") / 2**32
 
 
 def reconcile_delay_days(attempts: int, recheck_days: float) -> float:
@@ -379,3 +386,12 @@ class SkuRecord(BaseModel):
     @property
     def last_outcome(self) -> ReplenishmentResult | None:
         return self.outcomes[-1] if self.outcomes else None
+
+
+class SkuView(SkuRecord):
+    """A SKU's record as `status` answers it: with the site's time of the working day its checks
+    fall at, worked out from the calendar when asked (never stored)."""
+
+    check_time: str | None = Field(
+        default=None, description="while watched every business day or more: its checks' time of day (HH:MM)"
+    )

@@ -29,7 +29,7 @@ from replenisher.domain.authority import Standing
 from replenisher.domain.documents import EventKind, Sender, without_unset
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuView
 from replenisher.loop.request import AdoptedOrder, RunRequest
 
 __all__ = [
@@ -119,7 +119,7 @@ DELIVER_TO_RUN = Address[Message, None](REPLENISH, "deliver", Message, None)
 
 # A run asks its SKU whether one is started (its views' 404), and when a message reached the
 # SKU's address; it tells the SKU its security events as they happen and its outcome at the end.
-SKU_STATUS = Address[None, SkuRecord](SKU_AGENT, "status", None, SkuRecord)
+SKU_STATUS = Address[None, SkuView](SKU_AGENT, "status", None, SkuView)
 ARRIVAL_OF = Address[RoutedQuery, RoutedArrival](SKU_AGENT, "arrival_of", RoutedQuery, RoutedArrival)
 NOTE_SECURITY = Address[SecurityNotes, None](SKU_AGENT, "note_security", SecurityNotes, None)
 FINISH = Address[ReplenishmentResult, None](SKU_AGENT, "finish", ReplenishmentResult, None)

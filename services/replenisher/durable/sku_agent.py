@@ -33,7 +33,7 @@ from replenisher.domain.documents import (
 )
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted_payload
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuRecord, SkuView, check_fraction
 from replenisher.domain.waits import WaitOverrides
 from replenisher.durable import retention
 from replenisher.durable.clock import Timed, journaled_time
@@ -232,12 +232,14 @@ async def tick(ctx: ObjectContext, request: Tick) -> None:
 
 
 async def schedule_tick(ctx: ObjectContext, record: SkuRecord, first: bool = False, now: float | None = None) -> None:
-    """The next check after `interval_days` business days from `now` (the check's clock; else
-    read now): no checks over weekends and holidays."""
+    """The next check about `interval_days` business days from `now` (the check's clock; else read
+    now), at the SKU's own time of the working day: no checks over weekends and holidays, and a
+    plant's SKUs spread over the day rather than all at the moment they were put under watch."""
     if first:
         delay = None
     else:
-        delay = settings().after(now if now is not None else await journaled_time(ctx), record.watch.interval_days)
+        at = now if now is not None else await journaled_time(ctx)
+        delay = settings().check_after(at, record.watch.interval_days, record.sku)
     handle = ctx.object_send(tick, ctx.key(), Tick(generation=record.watch.generation), send_delay=delay)
     record.watch.pending_tick = await handle.invocation_id()
 
@@ -424,9 +426,12 @@ async def note_security(ctx: ObjectContext, notes: SecurityNotes) -> None:
 
 
 @sku_agent.handler(kind="shared")
-async def status(ctx: ObjectSharedContext) -> SkuRecord:
+async def status(ctx: ObjectSharedContext) -> SkuView:
     record = await load(ctx)
     if record is None:
         missing = f"no agent for SKU {ctx.key()!r} yet: check or watch starts one, if the ERP stocks the SKU"
         raise TerminalError(missing, status_code=404)
-    return record
+    watch = record.watch
+    spread = watch.watching and watch.interval_days >= 1
+    check_time = settings().calendar.time_of(check_fraction(record.sku)) if spread else None
+    return SkuView.model_construct(**dict(record), check_time=check_time)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuRecord, SkuView
 from replenisher.operations.inbox import ManagerInbox, NoPendingApproval, pending_for
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import OperatorError, Unreachable
@@ -14,7 +14,7 @@ from replenisher.operations.restate.read_models import RunView
 
 
 class SkuStatus(BaseModel):
-    record: SkuRecord
+    record: SkuView
     run: RunView | None = Field(description="the active run's state and wait, if a run is active")
     approval_token: str | None = Field(description="the pending approval's token, from the manager's inbox")
     paused: list[PausedCall]

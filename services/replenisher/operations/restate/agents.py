@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuView
 from replenisher.loop import names
 from replenisher.operations.restate.errors import NotFound
 from replenisher.operations.restate.health import ServiceDown
@@ -18,7 +18,7 @@ from replenisher.operations.restate.ingress import Ingress
 from replenisher.operations.restate.read_models import RunView, stored_run_view, stored_sku_record
 
 
-async def sku_status(ingress: Ingress, sku: str) -> SkuRecord:
+async def sku_status(ingress: Ingress, sku: str) -> SkuView:
     sku = valid_sku(sku)
     try:
         body = await ingress.call("GET", f"/{names.target(names.SKU_AGENT, sku, 'status')}")
@@ -26,8 +26,9 @@ async def sku_status(ingress: Ingress, sku: str) -> SkuRecord:
         raise NotFound(f"unknown SKU {sku}: {e}") from None
     except ServiceDown as e:
         ingress.degraded = e.health
-        return await stored_sku_record(ingress.http, sku)
-    return SkuRecord.model_validate(body)
+        # What the agent last saved: no time of day worked out (the service holds the calendar).
+        return SkuView.model_construct(**dict(await stored_sku_record(ingress.http, sku)))
+    return SkuView.model_validate(body)
 
 
 async def run_view(ingress: Ingress, run_id: str) -> RunView:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuRecord, SkuView
 from replenisher.domain.state import State
 from replenisher.operations.restate import agents, deployments, health, paused, read_models
 from replenisher.operations.restate.deployments import InFlight, Registered
@@ -110,7 +110,7 @@ class RestateClient:
 
     # --- the agents ----------------------------------------------------------------------
 
-    async def sku_status(self, sku: str) -> SkuRecord:
+    async def sku_status(self, sku: str) -> SkuView:
         return await agents.sku_status(self._ingress, sku)
 
     async def run_view(self, run_id: str) -> RunView:
