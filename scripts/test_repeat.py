@@ -200,12 +200,15 @@ def set_up(root: Path, commit: str, fresh_venv: bool) -> Checkout:
         print(f"== setting the clone up with a venv of its own ({why}): make setup", flush=True)
         subprocess.run(["make", "setup"], cwd=root, check=True, stdin=subprocess.DEVNULL, timeout=1800)
         return Checkout(root, commit, root / ".venv" / "bin" / "python", dict(os.environ))
-    python = REPO / ".venv" / "bin" / "python"
+    # This checkout's venv; the one running this script where the checkout has none (run from a
+    # checkout's tests, e.g. inside another clone).
+    own = REPO / ".venv" / "bin" / "python"
+    python = own if own.exists() else Path(sys.executable)
     env = clone_env(root, os.environ)
     probe = "import importlib, sys\nfor name in sys.argv[1:]:\n    print(importlib.import_module(name).__file__)"
-    done = subprocess.run(
-        [str(python), "-c", probe, *PACKAGES], cwd=root, env=env, check=True, capture_output=True, text=True
-    )
+    done = subprocess.run([str(python), "-c", probe, *PACKAGES], cwd=root, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"test-repeat: {python} cannot import the clone's code: {done.stderr.strip()[-2000:]}")
     outside = [path for path in done.stdout.split() if not Path(path).resolve().is_relative_to(root.resolve())]
     if outside:
         raise SystemExit(f"test-repeat: the clone's tests would import code from outside it: {outside}")
