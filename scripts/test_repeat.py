@@ -10,7 +10,7 @@ its code put first on the import path (PYTHONPATH: the venv's editable install p
 checkout) and checked to be the clone's before any round; when the revision's pyproject.toml
 differs from this checkout's (other dependencies), or with --fresh-venv, the clone gets a venv
 of its own (`make setup` there). Each round is its own pytest session with its own basetemp and
-junit report under tests/artifacts/repeat/ of this checkout (kept, so a failure can be read in
+junit report under tests/artifacts/repeat/<started>-<pid>/ of this checkout (kept, so a failure can be read in
 full). The hog is N spinning processes, started by this script and stopped by the pids it holds
 whatever happens (a failed round, Ctrl-C, SIGTERM); each also ends by itself if this script
 dies. The last line is `test-repeat: rounds=K failed_tests=F`.
@@ -219,9 +219,11 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def run_round(number: int, loaded: bool, checkout: Checkout, options: Options) -> tuple[int, list[Failure], float]:
-    report = OUT / f"round-{number}.xml"
-    basetemp = OUT / f"round-{number}"
+def run_round(
+    number: int, loaded: bool, checkout: Checkout, options: Options, out: Path
+) -> tuple[int, list[Failure], float]:
+    report = out / f"round-{number}.xml"
+    basetemp = out / f"round-{number}"
     report.unlink(missing_ok=True)
     command = [
         str(checkout.python),
@@ -284,7 +286,10 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = parse(argv)
-    OUT.mkdir(parents=True, exist_ok=True)
+    # A directory per run: two runs at once (another revision, other suites) keep their reports apart.
+    out = OUT / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    out.mkdir(parents=True)
+    print(f"== reports and logs in {out}", flush=True)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     failures: list[Failure] = []
@@ -296,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkout = set_up(where / "repo", commit, options.fresh_venv)
         for number in range(1, options.rounds + 1):
             loaded = options.loaded(number)
-            code, found, elapsed = run_round(number, loaded, checkout, options)
+            code, found, elapsed = run_round(number, loaded, checkout, options, out)
             failures += found
             done += 1
             print(f"== round {number}: exit {code}, {len(found)} failed, {elapsed:.0f}s", flush=True)
