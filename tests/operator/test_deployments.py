@@ -91,21 +91,10 @@ async def test_the_list_says_what_runs_where_and_prune_removes_only_the_drained_
         again = await stack.cli("deployments", "prune", "--yes")
         assert again.code == 0 and "nothing to prune" in again.out, again
 
-        # The run on v2 was never disturbed: approved, it finishes there, and v2 drains. The manager
-        # approves what the run asks: on a loaded machine the work above can outlast the request's
-        # quote (30 s), and the run then rightly refuses to order on the lapsed approval, quotes
-        # again and asks again, still on v2 (a CPU-hogged repeat run saw it take 85 s).
+        # The run on v2 was never disturbed: approved, it finishes there, and v2 drains.
         await waiting.decide(request["po_number"], approved=True)
-
-        async def finished_with_its_asks_approved() -> dict[str, Any] | None:
-            for entry in await waiting.approval_requests():
-                if entry["status"] == "pending":
-                    await waiting.decide(entry["request"]["po_number"], approved=True)
-            status = await waiting.status()
-            return next((o for o in status["outcomes"] if o["run_id"] == waiting_run), None)
-
         try:
-            outcome = await eventually(finished_with_its_asks_approved, timeout=60, what=f"{waiting_run} to finish")
+            outcome = await waiting.outcome(waiting_run, within=60)
         except AssertionError as e:
             # Seen once in CI's always-replay pass: say where the run stood, to tell a wedge from slowness.
             view = await waiting.run_view(waiting_run)
@@ -117,10 +106,6 @@ async def test_the_list_says_what_runs_where_and_prune_removes_only_the_drained_
         assert outcome["outcome"] == "received"
         history = (await waiting.run_view(waiting_run))["state"]["history"]
         assert {turn["code"] for turn in history} == {"v2"}
-        # An order refused only ever for the clock's reason, the approval lapsed with its quote.
-        refused = [t["summary"] for t in history if t["tool"] == "place_order" and t["summary"].startswith("refused")]
-        assert all("the approval expired with its quote" in summary for summary in refused), refused
-        assert len(await waiting.approval_requests()) == 1 + len(refused), "asked again only after such a refusal"
 
         async def v2_safe() -> bool:
             return bool((await listed(stack))[v2]["safe_to_remove"])
