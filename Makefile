@@ -10,8 +10,9 @@
 #   make docs    the documentation site (docs/, mkdocs-material) into site/, failing on a broken link or anchor
 # The service's ASGI server: make up SERVER=hypercorn (or granian, the default); make test SERVER=hypercorn
 # runs the suite's service on it. Without it, REPLENISHER_SERVER decides, else the default (docs/operating/settings.md).
-#   make test-repeat  the e2e and operator suites K times (K=5), HOG=1 beside a CPU hog (HOG=alt: every other
-#                round); lists each test that failed at least once, with its rounds and first lines
+#   make test-repeat  the e2e and operator suites K times (K=5) on a clean clone of REV (HEAD), HOG=N busy processes
+#                beside each round (HOG_ROUNDS=alternate: every other round); lists each test that failed at least
+#                once, with its rounds and first lines, and ends with `test-repeat: rounds=K failed_tests=F`
 #   make test-hypercorn  whole replenishments, the crash matrix and suspension with the service on hypercorn
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
@@ -97,13 +98,17 @@ ifeq ($(REPLAY),1)
 	exit $$status
 endif
 
-# Flakes before CI finds them: the e2e and operator suites K times, each round its own pytest session,
-# with HOG=1 a spinning process per core beside every round (HOG=alt: the odd rounds only).
+# Flakes before CI finds them: SUITES (the e2e and operator suites) K times on a clean clone of REV (HEAD),
+# each round its own pytest session, with HOG=N busy processes beside every round (HOG_ROUNDS=alternate:
+# the odd rounds only). Its last line: `test-repeat: rounds=K failed_tests=F`.
 K ?= 5
 HOG ?= 0
-HOG_MODE := $(if $(filter 1,$(HOG)),every,$(if $(filter alt,$(HOG)),alternate,none))
+HOG_ROUNDS ?= every
+REV ?= HEAD
+SUITES ?= tests/e2e tests/operator
 test-repeat: setup test-deps
-	$(BIN)/python scripts/test_repeat.py --rounds $(K) --hog $(HOG_MODE) -- $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/python scripts/test_repeat.py --rounds $(K) --hog $(HOG) --hog-rounds $(HOG_ROUNDS) --rev $(REV) \
+		--suites $(SUITES) -- $(XDIST) $(PYTEST_ARGS)
 
 # The service on hypercorn, the other server it supports (the default is granian): whole
 # replenishments, the crash matrix and the suspension tests, then the last two in always-replay

@@ -1,39 +1,54 @@
-"""Run the e2e and operator suites K times, optionally beside a CPU hog, and list every test
-that failed at least once: which rounds, and the first lines of each failure.
+"""Run test suites K times on a clean clone of a revision, optionally beside a CPU hog, and list
+every test that failed at least once: its rounds, and the first lines of each failure.
 
-    .venv/bin/python scripts/test_repeat.py --rounds 5 --hog every -- -x
+    .venv/bin/python scripts/test_repeat.py --rounds 2 --hog 2 --hog-rounds alternate \\
+        --suites tests/operator -- -n 2
 
-`make test-repeat K=5 HOG=1` runs it. Each round is a separate pytest session with its own
-basetemp and junit report under tests/artifacts/repeat/ (kept, so a failure can be read in
-full). The hog is one spinning process per core, started by this script and stopped by the
-pids it holds, whatever happens (a failed round, Ctrl-C, SIGTERM).
+`make test-repeat K=5 HOG=2` runs it. The revision (default HEAD: what is committed, not the
+working tree) is cloned into a temporary directory and run there with this checkout's .venv,
+its code put first on the import path (PYTHONPATH: the venv's editable install points at this
+checkout) and checked to be the clone's before any round; when the revision's pyproject.toml
+differs from this checkout's (other dependencies), or with --fresh-venv, the clone gets a venv
+of its own (`make setup` there). Each round is its own pytest session with its own basetemp and
+junit report under tests/artifacts/repeat/<started>-<pid>/ of this checkout (kept, so a failure can be read in
+full). The hog is N spinning processes, started by this script and stopped by the pids it holds
+whatever happens (a failed round, Ctrl-C, SIGTERM); each also ends by itself if this script
+dies. The last line is `test-repeat: rounds=K failed_tests=F`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Literal
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES = ("tests/e2e", "tests/operator")
 OUT = REPO / "tests" / "artifacts" / "repeat"
 FIRST_LINES = 6
-HOG_CODE = "while True: pass"
+# A busy loop that ends by itself once its parent (this script, whose pid it is given) is gone, so even
+# a SIGKILL of the script leaves no hog spinning.
+HOG_CODE = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    pass\n"
 # Seconds an interrupted pytest has to stop its fixtures' processes before it is killed.
 STOP_GRACE = 60.0
+# The packages the clone must provide to its tests (services/ of the checkout).
+PACKAGES = ("replenisher", "simulated_world", "anthropic_stand_in")
+HogRounds = Literal["every", "alternate"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Failure:
     test: str
     round: int
@@ -42,14 +57,65 @@ class Failure:
     lines: list[str]
 
 
+@dataclass(frozen=True)
+class Options:
+    rounds: int
+    hog: int
+    hog_rounds: HogRounds
+    rev: str
+    suites: list[str]
+    pytest_args: list[str]
+    fresh_venv: bool
+    keep_clone: bool
+
+    def loaded(self, number: int) -> bool:
+        """Whether round `number` (from 1) runs beside the hog: every round, or the odd ones."""
+        return self.hog > 0 and (self.hog_rounds == "every" or number % 2 == 1)
+
+
+def parse(argv: Sequence[str] | None = None) -> Options:
+    parser = argparse.ArgumentParser(
+        prog="test_repeat.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="rounds, each a pytest session (default: %(default)s)")
+    parser.add_argument("--hog", type=int, default=0, metavar="N", help="N busy processes beside the rounds")
+    parser.add_argument(
+        "--hog-rounds",
+        choices=("every", "alternate"),
+        default="every",
+        help="the hog beside every round, or every other one, the first under it (default: %(default)s)",
+    )
+    parser.add_argument("--rev", default="HEAD", help="the revision cloned and tested (default: %(default)s)")
+    parser.add_argument("--suites", nargs="+", default=list(SUITES), help="test paths (default: %(default)s)")
+    parser.add_argument(
+        "--fresh-venv", action="store_true", help="set the clone up with a venv of its own (make setup)"
+    )
+    parser.add_argument("--keep-clone", action="store_true", help="leave the clone in place afterwards")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest options, after --")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.hog < 0:
+        parser.error("--hog must be 0 or more")
+    return Options(
+        rounds=args.rounds,
+        hog=args.hog,
+        hog_rounds=args.hog_rounds,
+        rev=args.rev,
+        suites=list(args.suites),
+        pytest_args=list(args.pytest_args),
+        fresh_venv=args.fresh_venv,
+        keep_clone=args.keep_clone,
+    )
+
+
 @contextmanager
-def cpu_hog(on: bool) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """One spinning process per core while the block runs; each stopped by its own pid."""
+def cpu_hog(processes: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """`processes` spinning processes while the block runs; each stopped by its own pid."""
     hogs: list[subprocess.Popen[bytes]] = []
     try:
-        if on:
-            for _ in range(os.cpu_count() or 1):
-                hogs.append(subprocess.Popen([sys.executable, "-c", HOG_CODE], stdin=subprocess.DEVNULL))
+        for _ in range(processes):
+            hogs.append(subprocess.Popen([sys.executable, "-c", HOG_CODE, str(os.getpid())], stdin=subprocess.DEVNULL))
         yield hogs
     finally:
         for hog in hogs:
@@ -75,34 +141,116 @@ def failures_in(report: Path, round_number: int, loaded: bool) -> list[Failure]:
     return found
 
 
+def summary(failures: Sequence[Failure], rounds: int) -> list[str]:
+    """Each test that failed at least once, with its rounds and first lines; the count line last."""
+    by_test: dict[str, list[Failure]] = {}
+    for failure in failures:
+        by_test.setdefault(failure.test, []).append(failure)
+    lines: list[str] = []
+    for test, seen in sorted(by_test.items()):
+        where = ", ".join(f"{f.round}{' (hog)' if f.loaded else ''}" for f in seen)
+        lines.append(f"- {test}: failed in round(s) {where}")
+        for failure in seen:
+            lines.append(f"    round {failure.round} {failure.kind}:")
+            lines.extend(f"      {line[:200]}" for line in failure.lines)
+    lines.append(f"test-repeat: rounds={rounds} failed_tests={len(by_test)}")
+    return lines
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """Where the rounds run: the clone, the python whose pytest runs them, and its environment."""
+
+    root: Path
+    commit: str
+    python: Path
+    env: dict[str, str]
+
+
+def _git(*args: str, cwd: Path = REPO) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise SystemExit(f"test-repeat: git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def clone(rev: str, into: Path) -> str:
+    """A clean clone of this repository at `rev` (committed work only) in `into`; its commit."""
+    commit = _git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    _git("clone", "--quiet", "--shared", "--no-checkout", str(REPO), str(into))
+    _git("checkout", "--quiet", "--detach", commit, cwd=into)
+    return commit
+
+
+def clone_env(root: Path, base: Mapping[str, str]) -> dict[str, str]:
+    """`base` with the clone's services/ first on the import path: a venv's editable install
+    points at the checkout that made it, which PYTHONPATH comes before."""
+    env = dict(base)
+    paths = [str(root / "services"), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def set_up(root: Path, commit: str, fresh_venv: bool) -> Checkout:
+    """The clone ready to test: this checkout's venv when the dependencies are the same (checked
+    to import the clone's code), else a venv of its own made by `make setup` in the clone."""
+    same_dependencies = (root / "pyproject.toml").read_bytes() == (REPO / "pyproject.toml").read_bytes()
+    if fresh_venv or not same_dependencies:
+        why = "asked for" if fresh_venv else "its pyproject.toml differs from this checkout's"
+        print(f"== setting the clone up with a venv of its own ({why}): make setup", flush=True)
+        subprocess.run(["make", "setup"], cwd=root, check=True, stdin=subprocess.DEVNULL, timeout=1800)
+        return Checkout(root, commit, root / ".venv" / "bin" / "python", dict(os.environ))
+    # This checkout's venv; the one running this script where the checkout has none (run from a
+    # checkout's tests, e.g. inside another clone).
+    own = REPO / ".venv" / "bin" / "python"
+    python = own if own.exists() else Path(sys.executable)
+    env = clone_env(root, os.environ)
+    probe = "import importlib, sys\nfor name in sys.argv[1:]:\n    print(importlib.import_module(name).__file__)"
+    done = subprocess.run([str(python), "-c", probe, *PACKAGES], cwd=root, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"test-repeat: {python} cannot import the clone's code: {done.stderr.strip()[-2000:]}")
+    outside = [path for path in done.stdout.split() if not Path(path).resolve().is_relative_to(root.resolve())]
+    if outside:
+        raise SystemExit(f"test-repeat: the clone's tests would import code from outside it: {outside}")
+    return Checkout(root, commit, python, env)
+
+
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_round(
-    number: int, loaded: bool, suites: Sequence[str], pytest_args: Sequence[str]
+    number: int, loaded: bool, checkout: Checkout, options: Options, out: Path
 ) -> tuple[int, list[Failure], float]:
-    report = OUT / f"round-{number}.xml"
-    basetemp = OUT / f"round-{number}"
+    report = out / f"round-{number}.xml"
+    basetemp = out / f"round-{number}"
     report.unlink(missing_ok=True)
     command = [
-        str(REPO / ".venv" / "bin" / "pytest"),
+        str(checkout.python),
+        "-m",
+        "pytest",
         "-q",
         "-rf",
         "-p",
         "no:cacheprovider",
         f"--junitxml={report}",
         f"--basetemp={basetemp}",
-        *suites,
-        *pytest_args,
+        *options.suites,
+        *options.pytest_args,
     ]
-    print(f"== round {number}{' (under a CPU hog)' if loaded else ''}: {' '.join(command)}", flush=True)
+    beside = f" (beside {options.hog} busy process(es))" if loaded else ""
+    print(f"== round {number}{beside}: {' '.join(command)}", flush=True)
     started = time.monotonic()
-    with cpu_hog(loaded):
+    with cpu_hog(options.hog if loaded else 0):
         # Its own process group, so a Ctrl-C at the terminal reaches this script only, which passes
         # one SIGINT on; SIGINT's default restored, since a shell's background job starts ignoring it.
         pytest = subprocess.Popen(
-            command, cwd=REPO, stdin=subprocess.DEVNULL, process_group=0, preexec_fn=_default_sigint
+            command,
+            cwd=checkout.root,
+            env=checkout.env,
+            stdin=subprocess.DEVNULL,
+            process_group=0,
+            preexec_fn=_default_sigint,
         )
         try:
             code = pytest.wait()
@@ -132,49 +280,28 @@ def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
         pass  # the whole group has ended already
 
 
-def summary(failures: list[Failure], rounds: int) -> list[str]:
-    if not failures:
-        return [f"test-repeat: no failure in {rounds} round(s)"]
-    by_test: dict[str, list[Failure]] = {}
-    for failure in failures:
-        by_test.setdefault(failure.test, []).append(failure)
-    lines = [f"test-repeat: {len(by_test)} test(s) failed at least once in {rounds} round(s)"]
-    for test, seen in sorted(by_test.items()):
-        where = ", ".join(f"{f.round}{' (hog)' if f.loaded else ''}" for f in seen)
-        lines.append(f"- {test}: failed in round(s) {where}")
-        for failure in seen:
-            lines.append(f"    round {failure.round} {failure.kind}:")
-            lines.extend(f"      {line[:200]}" for line in failure.lines)
-    return lines
-
-
 def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=int(os.environ.get("K", "5")))
-    parser.add_argument(
-        "--hog",
-        choices=("none", "every", "alternate"),
-        default="none",
-        help="a CPU hog beside no round, every round, or every other round (the first under it)",
-    )
-    parser.add_argument("--suites", nargs="+", default=list(SUITES), help="test paths (default: %(default)s)")
-    parser.add_argument("pytest_args", nargs="*", help="more pytest options, after --")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
-    OUT.mkdir(parents=True, exist_ok=True)
+    options = parse(argv)
+    # A directory per run: two runs at once (another revision, other suites) keep their reports apart.
+    out = OUT / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    out.mkdir(parents=True)
+    print(f"== reports and logs in {out}", flush=True)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     failures: list[Failure] = []
     done = 0
+    where = Path(tempfile.mkdtemp(prefix="test-repeat-"))
     try:
-        for number in range(1, args.rounds + 1):
-            loaded = args.hog == "every" or (args.hog == "alternate" and number % 2 == 1)
-            code, found, elapsed = run_round(number, loaded, args.suites, args.pytest_args)
+        commit = clone(options.rev, where / "repo")
+        print(f"== {options.rev} ({commit[:12]}) cloned into {where / 'repo'}", flush=True)
+        checkout = set_up(where / "repo", commit, options.fresh_venv)
+        for number in range(1, options.rounds + 1):
+            loaded = options.loaded(number)
+            code, found, elapsed = run_round(number, loaded, checkout, options, out)
             failures += found
             done += 1
             print(f"== round {number}: exit {code}, {len(found)} failed, {elapsed:.0f}s", flush=True)
@@ -183,6 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in summary(failures, done):
             print(line)
         return 130
+    finally:
+        if options.keep_clone:
+            print(f"== the clone stays in {where / 'repo'}", flush=True)
+        else:
+            shutil.rmtree(where, ignore_errors=True)
     for line in summary(failures, done):
         print(line)
     return 1 if failures else 0

@@ -57,6 +57,9 @@ class FirstCall(BaseModel):
     op: str
     at: float | None
     """When the world first got this operation about this SKU; None if it has not (yet)."""
+    waiting: int = 0
+    """How many other questions about this first call the world holds open now: a test sees that
+    its own is held before it makes the call, rather than guess with a sleep."""
 
 
 Key = tuple[str, str]
@@ -102,7 +105,12 @@ class CallLog:
                         del self._waiters[key]
                     else:
                         self._waiters[key] = (event, current[1] - 1)
-        return FirstCall(sku=query.sku, op=query.op, at=self._first.get(key))
+        return FirstCall(sku=query.sku, op=query.op, at=self._first.get(key), waiting=self.waiting_on(key))
+
+    def waiting_on(self, key: Key) -> int:
+        """How many wait for the first call of `key` now."""
+        waiting = self._waiters.get(key)
+        return 0 if waiting is None else waiting[1]
 
     @property
     def waiting_keys(self) -> int:

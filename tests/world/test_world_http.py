@@ -122,14 +122,25 @@ async def test_the_first_call_of_an_operation_is_found_by_key_or_waited_for(
     query = {"sku": names.sku, "op": "live_price"}
     assert (await world_http.get("/admin/first-call", params=query)).json()["at"] is None
 
-    # Held open by the world until the call comes: one question, no polling.
-    waiting = asyncio.create_task(world_http.get("/admin/first-call", params={**query, "wait": "5"}))
-    await asyncio.sleep(0.2)
+    # A question nobody's call answers is held to its deadline, the test's, and answered then.
+    began = time.monotonic()
+    lapsed = (await world_http.get("/admin/first-call", params={**query, "wait": "0.3"})).json()
+    assert lapsed["at"] is None and lapsed["waiting"] == 0 and time.monotonic() - began >= 0.3
+
+    # Held open by the world until the call comes: one question, no polling. The call is made once
+    # the world says it holds the question (so the call, not the look-up, answers it).
+    waiting = asyncio.create_task(world_http.get("/admin/first-call", params={**query, "wait": "30"}, timeout=40))
+
+    async def held() -> bool:
+        return (await world_http.get("/admin/first-call", params=query)).json()["waiting"] == 1
+
+    await eventually(held, timeout=10, what="the world to hold the question open")
     assert not waiting.done()
     before = time.time()
     await adapters.suppliers.live_price(names.supplier, names.sku)
-    first = (await waiting).json()
-    assert first["op"] == "live_price" and before - 1 <= first["at"] <= time.time()
+    # Answered by the call, well before the question's own 30 s deadline.
+    first = (await asyncio.wait_for(waiting, 10)).json()
+    assert first["op"] == "live_price" and before - 1 <= first["at"] <= time.time() and first["waiting"] == 0
 
     await adapters.suppliers.live_price(names.supplier, names.sku)
     again = (await world_http.get("/admin/first-call", params=query)).json()

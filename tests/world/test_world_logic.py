@@ -352,7 +352,8 @@ async def test_a_first_call_wait_leaves_nothing_behind_once_it_ends_either_way()
     # Two wait together; one gives up, the other still gets the call when it comes.
     short = asyncio.ensure_future(log.first(quote))
     long = asyncio.ensure_future(log.first(quote.model_copy(update={"wait": 5.0})))
-    assert (await short).at is None
+    gave_up = await short
+    assert gave_up.at is None and gave_up.waiting == 1, "it says the other still waits"
     assert log.waiting_keys == 1, "the other still waits"
     log.record(CallRecord(at=7, service="supplier", op="quote", supplier="a", sku="S1", status=200))
     assert (await asyncio.wait_for(long, 2)).at == 7
