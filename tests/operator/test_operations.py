@@ -12,7 +12,7 @@ from replenisher.console.app import Console
 from replenisher.console.pages import error_page
 from replenisher.console.settings import ConsoleSettings
 from replenisher.domain.outcomes import ReplenishmentResult
-from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku import SkuView
 from replenisher.operations.outcomes import EndedRun
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.health import Health
@@ -48,7 +48,7 @@ def test_the_down_banner_is_on_a_page_only_when_the_page_is_handed_the_health() 
 
 def test_a_status_is_its_four_parts_in_json_and_the_notes_only_for_people() -> None:
     status = SkuStatus(
-        record=SkuRecord(sku="SKU-1"), run=None, approval_token=None, paused=[], token_note="(not shown: x)"
+        record=SkuView(sku="SKU-1"), run=None, approval_token=None, paused=[], token_note="(not shown: x)"
     )
     assert list(status.model_dump(mode="json")) == ["record", "run", "approval_token", "paused"]
 
