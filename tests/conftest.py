@@ -37,6 +37,7 @@ from support import (
     NO_DOOR_LIMITS,
     REPO_ROOT,
     RESTATE_TEST_ENV,
+    WORLD_LIMITS,
     RegisteredService,
     inbound_endpoint,
     service_env,
@@ -201,9 +202,11 @@ async def ingress(restate_runtime: RestateRuntime) -> AsyncIterator[httpx.AsyncC
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def world_client(world: HypercornApp) -> AsyncIterator[httpx.AsyncClient]:
-    # hypercorn closes a connection idle past its keep-alive time; a request sent on it at that
-    # moment is dropped unread (CI saw it on the 43rd request of one connection): sent once more.
-    transport = RetryDroppedKeepAlive()
+    # hypercorn closes a connection idle past its keep-alive time (5 s), and httpx kept idle ones 5 s
+    # too: a request sent on one at that moment is dropped unread (CI saw it on the 43rd request of
+    # one connection) and sent once more, or, as a reset, fails a PUT that is not resent (CI saw
+    # that too). The pool lets connections go after 2 s idle, before the world closes them.
+    transport = RetryDroppedKeepAlive(limits=WORLD_LIMITS)
     async with httpx.AsyncClient(base_url=world.url, timeout=_HTTP_TIMEOUT, transport=transport) as client:
         yield client
 

@@ -13,6 +13,8 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
+
 from replenisher.domain.credentials import issue, new_token_key, parse_token_key
 from replenisher.stack.admin import find_deployment, register_deployment
 from replenisher.stack.processes import DEFAULT_READY_TIMEOUT, HypercornApp
@@ -26,6 +28,9 @@ DOCS_DIR = REPO_ROOT / "docs"
 
 # One business day in the tests. Short enough that a multi-day wait takes a second or
 # two, long enough that two processes on a 2-core machine can tell days apart.
+# For clients of the simulated world (hypercorn, which closes a connection idle 5 s): idle
+# connections let go after 2 s, before the server closes one under a request being sent.
+WORLD_LIMITS = httpx.Limits(keepalive_expiry=2.0)
 TEST_DAY_SECONDS = float(os.environ.get("REPLENISHER_TEST_DAY_SECONDS", "0.25"))
 CHECK_INTERVAL_DAYS = 1
 # Longer than a worker's whole session (5000 days: about 21 minutes), so no default wait lapses, and

@@ -27,8 +27,8 @@ def harmless_twice(request: httpx.Request) -> bool:
 
 
 class RetryDroppedKeepAlive(httpx.AsyncBaseTransport):
-    def __init__(self, *, resend_any_reset: bool = False) -> None:
-        self._inner = httpx.AsyncHTTPTransport()
+    def __init__(self, *, resend_any_reset: bool = False, limits: httpx.Limits | None = None) -> None:
+        self._inner = httpx.AsyncHTTPTransport(limits=limits) if limits is not None else httpx.AsyncHTTPTransport()
         self._resend_any_reset = resend_any_reset
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

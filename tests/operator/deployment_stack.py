@@ -24,7 +24,7 @@ from replenisher.stack.admin import Admin, register_deployment
 from replenisher.stack.install import ensure_restate
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import BinaryRuntime
-from support import eventually, own_restate_and_world, versioned_service
+from support import WORLD_LIMITS, eventually, own_restate_and_world, versioned_service
 
 # A business day of 1 s, not the suites' 0.25: these runs wait through operator steps (CLI runs,
 # deploys, upgrade checks: 40 to 100 s on a loaded machine), and a quote (at most 365 days in the
@@ -88,7 +88,7 @@ class DeploymentStack:
         timeout = httpx.Timeout(30.0, connect=5.0)
         async with (
             httpx.AsyncClient(base_url=self.restate.ingress_url, timeout=timeout) as ingress,
-            httpx.AsyncClient(base_url=self.world.url, timeout=timeout) as world,
+            httpx.AsyncClient(base_url=self.world.url, timeout=timeout, limits=WORLD_LIMITS) as world,
         ):
             scenario = Scenario(ingress, world, name)
             # The world's longest quote, 6 minutes on this stack's clock (DAY_SECONDS).
