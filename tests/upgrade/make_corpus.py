@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import io
 import json
+import random
 import sys
 import tarfile
 import tempfile
@@ -44,7 +45,7 @@ from replenisher.loop import names
 from replenisher.stack.admin import Admin, register_deployment
 from replenisher.stack.install import RESTATE_VERSION
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import RestatePorts, free_port
+from replenisher.stack.ports import RestatePorts, free_port, port_is_free
 from replenisher.stack.processes import AsgiApp, HypercornApp, RestateServer, service_server
 from replenisher.upgrade.corpus import DATA, MANIFEST, NODE_NAME, CorpusManifest
 from support import REPO_ROOT, eventually
@@ -236,6 +237,17 @@ def _skip_info_logs(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return None if Path(member.name).name.startswith("LOG") else member
 
 
+def recorded_port() -> int:
+    """The port of the service whose address the corpus records: below `free_port()`'s range (it
+    hands out 10,000 and up), so no other test's process is ever given it. Served later by another
+    test while a check of this corpus runs, it was refused, rightly, as the data's stack still up."""
+    for _ in range(500):
+        port = random.randrange(6100, 7900)
+        if port_is_free(port):
+            return port
+    raise RuntimeError("no free port from 6100 to 7899 for the corpus's service")
+
+
 def make(out: Path, work: Path, per_kind: int = PER_KIND) -> CorpusManifest:
     """Run the stack in `work`, stop it, and write the corpus archive to `out`."""
     wall_origin = time.time()
@@ -259,7 +271,7 @@ def make(out: Path, work: Path, per_kind: int = PER_KIND) -> CorpusManifest:
     settings = service_settings(wall_origin)
     service = AsgiApp(
         SERVICE_APP,
-        free_port(),
+        recorded_port(),
         {**settings, "REPLENISHER_WORLD_URL": world.url},
         name="service",
         log_path=work / "service.log",
