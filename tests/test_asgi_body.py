@@ -1,23 +1,26 @@
 """Every app's request bodies are read by one bounded reader (`replenisher.asgi_body`).
 
 The reader on its own, fed ASGI messages; then the fail-over ingress, which held any body whole
-before, refusing one larger than a Restate node accepts (real hypercorn, no node behind it).
+before, refusing one larger than a Restate node accepts (real hypercorn, no node behind it); and
+the inbound endpoint's refusals, which leave its kept-alive connections usable (`ReadToTheEnd`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from replenisher.asgi_body import BodyTooLarge, read_body
+from replenisher.asgi_body import BodyTooLarge, ReadToTheEnd, read_body
+from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.stack.failover import MAX_BODY_BYTES
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
-from support import serving
+from support import inbound_endpoint, serving
 
 
 class Messages:
@@ -68,3 +71,79 @@ def test_the_failover_ingress_refuses_a_body_no_node_would_take(failover: Hyperc
         # Positive control: a body within the bound is forwarded (and finds no node here).
         forwarded = client.post("/SkuAgent/S1/deliver", content=b"{}")
         assert forwarded.status_code == 503 and "no cluster node" in forwarded.text
+
+
+async def refuse_at_once(scope: Any, receive: Any, send: Any) -> None:
+    """An app that answers from the path alone, reading none of the body."""
+    await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def replies_of(app: ReadToTheEnd, receive: Messages, length: int) -> list[MutableMapping[str, Any]]:
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "headers": [(b"content-length", str(length).encode())]}
+    await app(scope, receive, send)
+    return sent
+
+
+async def test_a_reply_starts_after_the_body_the_app_did_not_read() -> None:
+    receive = Messages(chunk(b"ab", True), chunk(b"cd", False))
+    sent = await replies_of(ReadToTheEnd(refuse_at_once, 10), receive, 4)
+    assert receive.taken == 2 and not receive.messages
+    assert (b"connection", b"close") not in sent[0]["headers"]
+
+
+async def test_a_body_past_the_bound_is_left_and_the_connection_closed() -> None:
+    receive = Messages(chunk(b"abc", True), chunk(b"de", True), chunk(b"f", False))
+    sent = await replies_of(ReadToTheEnd(refuse_at_once, 4), receive, 6)
+    assert receive.taken == 0  # declared longer than the bound: none of it is read
+    assert (b"connection", b"close") in sent[0]["headers"]
+    undeclared = Messages(chunk(b"abc", True), chunk(b"de", True), chunk(b"f", False))
+    sent = await replies_of(ReadToTheEnd(refuse_at_once, 4), undeclared, 0)
+    assert undeclared.taken == 2 and (b"connection", b"close") in sent[0]["headers"]
+
+
+@pytest.fixture(scope="module")
+def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HypercornApp]:
+    base = tmp_path_factory.mktemp("door")
+    write_secrets(base / "secrets.json", new_secrets())
+    nowhere = f"http://127.0.0.1:{free_port()}"  # nothing is forwarded: every request here is refused
+    with serving(inbound_endpoint(nowhere, base / "secrets.json", base, nowhere)) as app:
+        yield app
+
+
+async def test_a_refusal_leaves_the_door_s_kept_alive_connection_usable(door: HypercornApp) -> None:
+    """Found in CI: a 404 sent before the body arrived made hypercorn drop the connection after
+    it, unannounced, and the client's next request on it went unanswered."""
+    host, port = door.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        body = b'{"event": "supplier-reply"}'
+        head = f"POST /nowhere HTTP/1.1\r\nhost: door\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+        writer.write(head)
+        await writer.drain()
+        # The door does not answer before the body is in (before, its 404 came here and closed).
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(reader.read(1), 1.0)
+        writer.write(body + b"GET /health HTTP/1.1\r\nhost: door\r\n\r\n")
+        await writer.drain()
+        answers = b""
+        while answers.count(b"HTTP/1.1 ") < 2 or not answers.endswith(b'{"ok":true}'):
+            more = await asyncio.wait_for(reader.read(65536), 10)
+            assert more, f"the door closed the connection after: {answers!r}"
+            answers += more
+        assert answers.startswith(b"HTTP/1.1 404") and b"connection: close" not in answers.lower()
+        assert b"HTTP/1.1 200" in answers
+    finally:
+        writer.close()
+
+
+def test_a_body_too_large_is_refused_and_its_connection_closed(door: HypercornApp) -> None:
+    with httpx.Client(base_url=door.url, timeout=30) as client:
+        refused = client.post("/messages/S1", content=b"x" * 70_000)
+        assert refused.status_code == 413 and refused.headers["connection"] == "close"
+        assert client.get("/health").status_code == 200  # on a new connection

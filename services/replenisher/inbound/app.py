@@ -44,7 +44,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from replenisher.asgi_body import BodyTooLarge, read_body
+from replenisher.asgi_body import BodyTooLarge, ReadToTheEnd, read_body
 from replenisher.domain.documents import EventKind, Sender, SupplierId, is_sku_id
 from replenisher.domain.parties import refusal
 from replenisher.inbound.limits import RateLimits
@@ -167,8 +167,15 @@ class InboundApp:
         if scope["type"] == "lifespan":
             await self.lifespan(receive, send)
             return
-        if scope["type"] != "http":
-            return
+        if scope["type"] == "http":
+            await self.read_to_the_end(scope, receive, send)
+
+    @cached_property
+    def read_to_the_end(self) -> ReadToTheEnd:
+        # A refusal is often known from the headers alone, before the body has arrived.
+        return ReadToTheEnd(self.answer, MAX_BODY_BYTES)
+
+    async def answer(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             reply = await self.handle(scope, receive)
         except Refused as e:
