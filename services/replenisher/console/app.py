@@ -32,7 +32,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
 from replenisher.adapters.people_file import MatrixFile
-from replenisher.asgi_body import BodyTooLarge, read_body
+from replenisher.asgi_body import BodyTooLarge, ReadToTheEnd, read_body
 from replenisher.console import pages
 from replenisher.console.settings import ConsoleSettings
 from replenisher.domain.audit import AuditRecord
@@ -166,8 +166,11 @@ class Console:
         )
         self.app.router.redirect_slashes = False  # /inbox/ is no page, as it never was
 
+        # A refusal known before the form is read (sign in first, no such page) keeps the connection usable.
+        self.asgi = ReadToTheEnd(self.app, MAX_FORM_BYTES)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
+        await self.asgi(scope, receive, send)
 
     @property
     def inbox_api(self) -> ManagerInbox:
