@@ -24,6 +24,8 @@ T = TypeVar("T")
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
+COMMITTED_CORPUS = TESTS_DIR / "fixtures" / "upgrade" / "corpus.tar.gz"
+"""The upgrade check's committed corpus (tests/fixtures/upgrade/README.md)."""
 DOCS_DIR = REPO_ROOT / "docs"
 
 # One business day in the tests. Short enough that a multi-day wait takes a second or

@@ -30,7 +30,7 @@ from e2e.scenario import Scenario
 from replenisher.stack.local import Stack, StackConfig
 from replenisher.stack.ports import RestatePorts, free_port
 from replenisher.upgrade.corpus import MANIFEST, CorpusManifest
-from support import REPO_ROOT
+from support import COMMITTED_CORPUS, REPO_ROOT
 from upgrade.make_corpus import make
 
 pytestmark = [
@@ -171,7 +171,7 @@ def test_a_served_deployment_address_stops_the_check_before_restate_starts(corpu
     assert "upgrade-check:" not in done.stdout
 
 
-COMMITTED = REPO_ROOT / "tests" / "fixtures" / "upgrade" / "corpus.tar.gz"
+COMMITTED = COMMITTED_CORPUS
 
 
 def test_the_committed_corpus_holds_thirty_waiting_runs_and_a_planted_change_breaks_them() -> None:

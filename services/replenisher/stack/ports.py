@@ -40,6 +40,12 @@ def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range"))
     return low, high
 
 
+def reserve(*ports: int) -> None:
+    """Never hand these out: addresses something else records (a data copy's deployments, which a
+    check refuses to run beside while anything answers there)."""
+    _handed_out.update(ports)
+
+
 def free_port(host: str = LOOPBACK) -> int:
     """A port that is free now, not yet given to anyone else by this process, and below the
     kernel's ephemeral range. A server's port from that range can be taken while the server is
