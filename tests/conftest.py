@@ -44,6 +44,7 @@ from support import (
     WORLD_LIMITS,
     RegisteredService,
     inbound_endpoint,
+    plain_report,
     service_env,
     signed_world_env,
     with_people_file,
@@ -242,7 +243,10 @@ def _revive_crashed_processes(request: pytest.FixtureRequest) -> Iterator[None]:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
+    try:
+        report = yield
+    except SystemError as e:
+        report = plain_report(item, call, e)
     crash_table.attach(report)
     if report.failed:
         used = getattr(item, "fixturenames", ())

@@ -8,12 +8,14 @@ import os
 import re
 import tempfile
 import time
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import pytest
 
 from replenisher.domain.credentials import issue, new_token_key, parse_token_key
 from replenisher.stack.admin import find_deployment, register_deployment
@@ -421,3 +423,28 @@ def commented_commands(text: str) -> list[tuple[str, str]]:
                 found.append((says, line.strip()))
                 says = ""
     return found
+
+
+def plain_report(item: pytest.Item, call: pytest.CallInfo[None], error: SystemError) -> pytest.TestReport:
+    """The failure as plain text, when pytest could not render it: CPython 3.11.7's `ast.parse` can raise
+    "AST constructor recursion depth mismatch" when pytest reads a traceback's source from a deep stack
+    (seen under load in always-replay), and the worker then dies with an INTERNALERROR that hides the
+    failure and every test after it on that worker."""
+    failure = call.excinfo.value if call.excinfo is not None else error
+    # Frame by frame, by hand: the traceback module's own formatting parses lines with `ast` too.
+    frames = [
+        f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}\n    {(frame.line or "").strip()}\n'
+        for frame in traceback.extract_tb(failure.__traceback__)
+    ]
+    text = "".join(frames) + f"{type(failure).__name__}: {failure}\n(pytest could not render this failure: {error})"
+    return pytest.TestReport(
+        item.nodeid,
+        item.location,
+        {k: 1 for k in item.keywords},
+        "failed",
+        text,
+        call.when,
+        duration=call.duration,
+        start=call.start,
+        stop=call.stop,
+    )

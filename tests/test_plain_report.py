@@ -1,0 +1,20 @@
+"""A failure pytest cannot render is still reported, plainly, rather than killing its worker."""
+
+from __future__ import annotations
+
+import pytest
+
+from support import plain_report
+
+
+def lookup() -> None:
+    {}["missing"]
+
+
+def test_a_failure_pytest_cannot_render_is_reported_frame_by_frame(request: pytest.FixtureRequest) -> None:
+    call = pytest.CallInfo.from_call(lookup, "call")
+    report = plain_report(request.node, call, SystemError("AST constructor recursion depth mismatch"))
+    assert report.failed and report.when == "call" and report.nodeid == request.node.nodeid
+    text = str(report.longrepr)
+    assert "in lookup" in text and '{}["missing"]' in text, text
+    assert "KeyError: 'missing'" in text and "could not render this failure" in text, text
