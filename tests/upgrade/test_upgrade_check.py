@@ -35,6 +35,10 @@ from upgrade.make_corpus import make
 
 pytestmark = [
     pytest.mark.e2e,
+    # The first test a worker runs makes the corpus (its fixture: a stack driving runs to each wait, about
+    # 100 s in CI, each wait bounded at 90 s), then checks it (a private Restate and candidate, each start
+    # bounded at 60 s, the replay's settling at 120 s): past the suite's 180 s on a loaded machine.
+    pytest.mark.timeout(600),
     # The check replays every run's whole journal itself; `make test`'s always-replay pass over the e2e
     # tests would only make the corpus again with more suspensions.
     pytest.mark.skipif(
