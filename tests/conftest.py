@@ -245,7 +245,7 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     try:
         report = yield
-    except SystemError as e:
+    except (SystemError, pytest.fail.Exception) as e:
         report = plain_report(item, call, e)
     crash_table.attach(report)
     if report.failed:

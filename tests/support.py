@@ -425,11 +425,14 @@ def commented_commands(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def plain_report(item: pytest.Item, call: pytest.CallInfo[None], error: SystemError) -> pytest.TestReport:
-    """The failure as plain text, when pytest could not render it: CPython 3.11.7's `ast.parse` can raise
-    "AST constructor recursion depth mismatch" when pytest reads a traceback's source from a deep stack
-    (seen under load in always-replay), and the worker then dies with an INTERNALERROR that hides the
-    failure and every test after it on that worker."""
+def plain_report(item: pytest.Item, call: pytest.CallInfo[None], error: BaseException) -> pytest.TestReport:
+    """The failure as plain text, when pytest could not render it, so the worker lives on and says why.
+
+    Seen in CI and here under load: a test failed near its 180 s, and pytest-timeout's alarm went off
+    while pytest rendered the failure (reading sources is slow on a loaded machine), raising `Failed`
+    there; inside `ast.parse` the same alarm surfaced as CPython 3.11's "AST constructor recursion
+    depth mismatch" SystemError. Either way the worker died with an INTERNALERROR that hid the failure
+    and ended the session."""
     failure = call.excinfo.value if call.excinfo is not None else error
     # Frame by frame, by hand: the traceback module's own formatting parses lines with `ast` too.
     frames = [

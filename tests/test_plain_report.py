@@ -11,9 +11,16 @@ def lookup() -> None:
     {}["missing"]
 
 
-def test_a_failure_pytest_cannot_render_is_reported_frame_by_frame(request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [SystemError("AST constructor recursion depth mismatch"), pytest.fail.Exception("Timeout (>180.0s)")],
+    ids=["ast-bug", "timeout-while-rendering"],
+)
+def test_a_failure_pytest_cannot_render_is_reported_frame_by_frame(
+    request: pytest.FixtureRequest, error: BaseException
+) -> None:
     call = pytest.CallInfo.from_call(lookup, "call")
-    report = plain_report(request.node, call, SystemError("AST constructor recursion depth mismatch"))
+    report = plain_report(request.node, call, error)
     assert report.failed and report.when == "call" and report.nodeid == request.node.nodeid
     text = str(report.longrepr)
     assert "in lookup" in text and '{}["missing"]' in text, text
