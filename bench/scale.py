@@ -431,8 +431,9 @@ async def measure_size(stack: OwnStack, size: int, day: float, plan: ScalePlan, 
         "lists": views,
     }
     say(
-        f"  N={size}: {ticks} ticks ({result['ticks_per_s']}/s), late p50 {late['late_p50_s']} s p99 "
-        f"{late['late_p99_s']} s, {total} ms of CPU per tick ({per_tick}), engine "
+        f"  N={size}: {ticks} ticks ({result['ticks_per_s']}/s), started late p50 {late['late_p50_s']} s p99 "
+        f"{late['late_p99_s']} s, done p99 {late['done_p99_s']} s after due, {total} ms of CPU per tick "
+        f"({per_tick}), engine "
         f"{memory['engine']['pss_mb']:.0f} MB, disk {result['disk']['kb_per_sku']} KB per SKU"
     )
     return result
@@ -452,8 +453,9 @@ def summary_lines(results: JSON) -> list[str]:
         views = r["lists"]
         lines.append(
             f"N={r['skus']}: watch {r['watch']['per_s']}/s; {r['ticks']} ticks at {r['ticks_per_s']}/s "
-            f"({r['day_seconds']:g} s days), late p99 {r['lateness']['late_p99_s']} s "
-            f"({'on time' if r['on_time'] else 'LATE'}); CPU per tick {r['cpu_ms_per_tick_total']} ms "
+            f"({r['day_seconds']:g} s days), started late p99 {r['lateness']['late_p99_s']} s "
+            f"({'on time' if r['on_time'] else 'LATE'}), done p99 {r['lateness']['done_p99_s']} s after due; "
+            f"CPU per tick {r['cpu_ms_per_tick_total']} ms "
             f"{r['cpu_ms_per_tick']}; engine {r['memory_mb']['engine']['pss_mb']} MB, disk "
             f"{r['disk']['kb_per_sku']} KB/SKU; console /skus {views['console_skus']['median_ms']} ms, "
             f"replenisher skus {views['cli_skus']['median_ms']} ms"
