@@ -36,7 +36,7 @@
 #   make bench-model-calls  only model calls per replenishment, Claude decider over the stand-in API (seconds);
 #                     writes bench/results/partial/model_calls.json (the full runs put it in results.json)
 #   make bench-scale  N watched SKUs ticking for three business days on a compressed clock (PLAN=full: N = 1,000,
-#                     10,000 and 100,000, about an hour and a half; PLAN=quick or make bench-scale-quick: 1,000, under
+#                     10,000 and 100,000, an estimated hour and a half; PLAN=quick or make bench-scale-quick: 1,000, under
 #                     ten minutes); writes bench/results/scale-PLAN.json and ends with
 #                     `scale: skus=N ticks=T late_p99_s=L cpu_ms_per_tick=C engine_mb=E skus_page_ms=P`
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
