@@ -16,8 +16,9 @@ tick is an idle check: a stock read, nothing started. Then, per size:
   Restate completed in that window.
 - **lateness** comes from Restate's own records, not the agent's: for each `SkuAgent/tick`
   invocation due in the window (`sys_invocation.scheduled_start_at`), how long after that it
-  started running (`running_at`); a tick still not started when the window is read counts as
-  late by the time it has waited. In wall-clock seconds (the compressed clock's, not the calendar's).
+  started running (`running_at`) and was done (`completed_at`); a tick not yet started or done when
+  the window is read counts as late by the time it has waited. The line's `late_p99_s` and "on time"
+  go by when ticks were done. In wall-clock seconds (the compressed clock's, not the calendar's).
 - **engine memory** (PSS of restate-server) and **disk** (its data directory's growth from the
   empty stack, per SKU), at the end of the window.
 - **the list views**: the console's `/skus` (its first page, over real HTTP, from a console
@@ -72,7 +73,10 @@ CONSOLE_APP = "replenisher.console.app:create_app()"
 SEVEN_DAYS = "# every calendar day a business day, open all day: one tick per SKU per calendar day\n"
 SEVEN_DAYS += "working_days = Mon Tue Wed Thu Fri Sat Sun\n"
 ON_TIME_P99_S = 1.0
-"""Ticks are on time when 99% of them start within a second of when they were due (issue 36)."""
+"""Ticks are on time when 99% of them are done within a second of when they were due (issue 36). Done,
+not started: Restate starts a due tick at once and the service takes it, so under a load it cannot
+keep up with, ticks start on time and wait in the service for their stock read (seen at 10,000 SKUs:
+started within 0.07 s, done 58 s late, p99)."""
 IDLE_SECONDS = 5.0
 SETTLE_DAYS = 0.5
 """After the last watch: each SKU's second tick falls within half a day of a day after its watch,
@@ -333,8 +337,17 @@ async def list_views(stack: OwnStack, base: Path, say: Say) -> JSON:
         console.stop()
     runs = [cli_ms(["skus"], env) for _ in range(LIST_TRIES)]
     start_ms = [cli_ms(["--help"], env)[0] for _ in range(LIST_TRIES)]
-    cli = timings([t for t, _ in runs]) | {"bytes": runs[-1][1], "interpreter_and_import_ms": timings(start_ms)}
-    say(f"  replenisher skus: {cli['median_ms']:.0f} ms (of which {statistics.median(start_ms):.0f} ms starting up)")
+    # By outcome: a first page of the same size for which every agent's record is read (the default reads its page's).
+    every_ms = [cli_ms(["skus", "--sort", "outcome"], env)[0] for _ in range(LIST_TRIES)]
+    cli = timings([t for t, _ in runs]) | {
+        "bytes": runs[-1][1],
+        "interpreter_and_import_ms": timings(start_ms),
+        "by_outcome_every_agent_read": timings(every_ms),
+    }
+    say(
+        f"  replenisher skus: {cli['median_ms']:.0f} ms (of which {statistics.median(start_ms):.0f} ms starting up); "
+        f"--sort outcome, every agent read: {statistics.median(every_ms):.0f} ms"
+    )
     parts = await rows_breakdown(stack)
     say(f"  where a list view's time goes (read in this process): {parts}")
     return {"console_skus": page, "cli_skus": cli, "breakdown": parts}
@@ -414,7 +427,7 @@ async def measure_size(stack: OwnStack, size: int, day: float, plan: ScalePlan, 
             "concurrency": plan.watch_concurrency,
         },
         "lateness": late,
-        "on_time": late["late_p99_s"] <= ON_TIME_P99_S and late["due"] > 0,
+        "on_time": late["done_p99_s"] <= ON_TIME_P99_S and late["due"] > 0,
         "cpu_s": {role: round(v, 3) for role, v in used.items()},
         "idle_cpu_ms_per_s": {role: round(v * 1000, 2) for role, v in idle_per_s.items()},
         "cpu_ms_per_tick": per_tick,
@@ -441,7 +454,7 @@ async def measure_size(stack: OwnStack, size: int, day: float, plan: ScalePlan, 
 
 def closing_line(result: JSON) -> str:
     return (
-        f"scale: skus={result['skus']} ticks={result['ticks']} late_p99_s={result['lateness']['late_p99_s']:g} "
+        f"scale: skus={result['skus']} ticks={result['ticks']} late_p99_s={result['lateness']['done_p99_s']:g} "
         f"cpu_ms_per_tick={result['cpu_ms_per_tick_total']:g} engine_mb={result['memory_mb']['engine']['pss_mb']:g} "
         f"skus_page_ms={result['lists']['console_skus']['median_ms']:g}"
     )
@@ -453,8 +466,8 @@ def summary_lines(results: JSON) -> list[str]:
         views = r["lists"]
         lines.append(
             f"N={r['skus']}: watch {r['watch']['per_s']}/s; {r['ticks']} ticks at {r['ticks_per_s']}/s "
-            f"({r['day_seconds']:g} s days), started late p99 {r['lateness']['late_p99_s']} s "
-            f"({'on time' if r['on_time'] else 'LATE'}), done p99 {r['lateness']['done_p99_s']} s after due; "
+            f"({r['day_seconds']:g} s days), started p99 {r['lateness']['late_p99_s']} s and done p99 "
+            f"{r['lateness']['done_p99_s']} s after due ({'on time' if r['on_time'] else 'LATE'}); "
             f"CPU per tick {r['cpu_ms_per_tick_total']} ms "
             f"{r['cpu_ms_per_tick']}; engine {r['memory_mb']['engine']['pss_mb']} MB, disk "
             f"{r['disk']['kb_per_sku']} KB/SKU; console /skus {views['console_skus']['median_ms']} ms, "
