@@ -16,18 +16,25 @@ from support import RegisteredService
 pytestmark = pytest.mark.e2e
 
 
-async def test_skus_pages_with_limit_and_offset_and_says_where_the_page_sits(
-    cli: Cli, service: RegisteredService, ingress: httpx.AsyncClient, world_client: httpx.AsyncClient
+async def full_shelved_agents(
+    prefix: str, skus: list[str], ingress: httpx.AsyncClient, world_client: httpx.AsyncClient
 ) -> None:
-    # Five agents of one family, their shelves full: a check makes the agent and starts no run.
-    prefix = f"PGC-{uuid4().hex[:6]}"
-    skus = [f"{prefix}-{i}" for i in range(5)]
+    """An agent for each SKU, its shelf full: a check makes the agent and starts no run."""
     supplier = {"name": f"Supplier {prefix}", "prices": {}, "lead_days": 1, "reply_days": 1}
     ok(await world_client.put(f"/admin/suppliers/sup-{prefix}", json=supplier))
     for sku in skus:
         item = {"on_hand": 90, "safety_stock": 20, "target_stock": 100, "suppliers": [f"sup-{prefix}"]}
         ok(await world_client.put(f"/admin/items/{sku}", json=item))
         assert ok(await ingress.post(f"/SkuAgent/{sku}/check"))["started"] is None
+
+
+async def test_skus_pages_with_limit_and_offset_and_says_where_the_page_sits(
+    cli: Cli, service: RegisteredService, ingress: httpx.AsyncClient, world_client: httpx.AsyncClient
+) -> None:
+    # Five agents of one family, their shelves full.
+    prefix = f"PGC-{uuid4().hex[:6]}"
+    skus = [f"{prefix}-{i}" for i in range(5)]
+    await full_shelved_agents(prefix, skus, ingress, world_client)
 
     every = await cli("skus", "--search", prefix, "--json")
     assert every.code == 0 and every.err == "", every
@@ -72,12 +79,7 @@ async def test_a_page_by_sku_read_on_its_own_is_the_same_rows_as_the_page_cut_fr
     # every agent, then cuts): both must give the same rows. `_` in a search is a character, not a wildcard.
     prefix = f"PGR-{uuid4().hex[:6]}"
     skus = sorted([f"{prefix}-a_1", f"{prefix}-aX1", f"{prefix}-b", f"{prefix}-c"])  # X before _
-    supplier = {"name": f"Supplier {prefix}", "prices": {}, "lead_days": 1, "reply_days": 1}
-    ok(await world_client.put(f"/admin/suppliers/sup-{prefix}", json=supplier))
-    for sku in skus:
-        item = {"on_hand": 90, "safety_stock": 20, "target_stock": 100, "suppliers": [f"sup-{prefix}"]}
-        ok(await world_client.put(f"/admin/items/{sku}", json=item))
-        assert ok(await ingress.post(f"/SkuAgent/{sku}/check"))["started"] is None
+    await full_shelved_agents(prefix, skus, ingress, world_client)
 
     every = await cli("skus", "--search", prefix, "--limit", "0", "--json")
     assert every.code == 0, every
