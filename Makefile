@@ -35,6 +35,10 @@
 #                     `servers: hypercorn_cpu_ms=H granian_cpu_ms=G cpu_ratio=Rx ... throughput_ratio=Tx`
 #   make bench-model-calls  only model calls per replenishment, Claude decider over the stand-in API (seconds);
 #                     writes bench/results/partial/model_calls.json (the full runs put it in results.json)
+#   make bench-scale  N watched SKUs ticking for three business days on a compressed clock (PLAN=full: N = 1,000,
+#                     10,000 and 100,000, an estimated hour and a half; PLAN=quick or make bench-scale-quick: 1,000, under
+#                     ten minutes); writes bench/results/scale-PLAN.json and ends with
+#                     `scale: skus=N ticks=T late_p99_s=L cpu_ms_per_tick=C engine_mb=E skus_page_ms=P`
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
 #   make lambda-test  the Lambda tests, with deployment zips for both x86_64 and arm64
 
@@ -61,7 +65,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots docs lint clean \
-	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet \
+	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick \
 	cluster-test lambda-test test-repeat upgrade-check upgrade-corpus
 
 setup: $(INSTALLED) restate
@@ -229,6 +233,14 @@ bench-loglet: $(BENCH_INSTALLED) restate
 # No peers: the bench's own packages and Restate are enough.
 bench-model-calls: $(BENCH_INSTALLED) restate
 	$(BIN)/python -m bench --model-calls
+
+# N SKUs under watch on a stack of its own (bench/scale.py): only the project's own packages and Restate.
+PLAN ?= full
+bench-scale: setup
+	$(BIN)/python -m bench.scale --plan $(PLAN)
+
+bench-scale-quick: setup
+	$(BIN)/python -m bench.scale --plan quick
 
 # Stop a running stack first: deleting .stack under live processes would orphan them.
 clean:

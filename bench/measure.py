@@ -10,13 +10,16 @@ costs, not what the clock cost while it ran.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import psutil
+
+from bench.percentiles import percentile
+from bench.procfs import dir_mb, task_cpu_seconds
+
+__all__ = ["Meter", "Reading", "cpu_seconds", "dir_mb", "memory_mb", "percentile", "summary_ms", "tree"]
 
 
 def tree(pid: int) -> list[psutil.Process]:
@@ -35,14 +38,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def _process_cpu(proc: psutil.Process) -> float:
-    # The scheduler's per-thread run time is in nanoseconds; /proc/<pid>/stat only counts
-    # 10 ms ticks, too coarse for a wake that costs a few milliseconds.
     try:
-        total_ns = 0
-        for task in os.scandir(f"/proc/{proc.pid}/task"):
-            with open(f"{task.path}/schedstat") as f:
-                total_ns += int(f.read().split()[0])
-        return total_ns / 1e9
+        return task_cpu_seconds(proc.pid)
     except (OSError, ValueError, IndexError):
         try:
             t = proc.cpu_times()
@@ -62,17 +59,6 @@ def memory_mb(pid: int) -> dict[str, float]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return {"rss_mb": rss / 2**20, "pss_mb": pss / 2**20}
-
-
-def dir_mb(path: Path) -> float:
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
-            except OSError:
-                continue
-    return total / 2**20
 
 
 @dataclass
@@ -98,15 +84,6 @@ class Meter:
 
     def memory(self) -> dict[str, dict[str, float]]:
         return {name: memory_mb(pid) for name, pid in self.pids.items()}
-
-
-def percentile(values: Iterable[float], p: float) -> float:
-    """Nearest-rank percentile (no interpolation: with few samples p99 is the largest one)."""
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    rank = max(1, math.ceil(p / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def summary_ms(seconds: Iterable[float]) -> dict[str, float]:

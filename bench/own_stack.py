@@ -32,6 +32,7 @@ def start_own_stack(
     day_seconds: float,
     service_env: Mapping[str, str],
     restate_env: Mapping[str, str] | None = None,
+    world_env: Mapping[str, str] | None = None,
 ) -> OwnStack:
     """Everything up and the service registered; whatever started is stopped again if a part fails."""
     started: list[ManagedProcess] = []
@@ -56,9 +57,9 @@ def start_own_stack(
     )
     try:
         up(restate)
-        world_env = {"WORLD_INGRESS_URL": restate.ingress_url, "WORLD_DAY_SECONDS": day}
-        world_env |= {f"WORLD_{k}": v for k, v in clock.items()}
-        world = HypercornApp(WORLD_APP, free_port(), world_env, name="world", log_path=base / "world.log")
+        w_env = {"WORLD_INGRESS_URL": restate.ingress_url, "WORLD_DAY_SECONDS": day, **(world_env or {})}
+        w_env |= {f"WORLD_{k}": v for k, v in clock.items()}
+        world = HypercornApp(WORLD_APP, free_port(), w_env, name="world", log_path=base / "world.log")
         up(world)
         env = {"REPLENISHER_WORLD_URL": world.url, "REPLENISHER_DAY_SECONDS": day, **service_env}
         env |= {f"REPLENISHER_{k}": v for k, v in clock.items()}

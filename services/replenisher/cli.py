@@ -36,7 +36,7 @@ from replenisher.operations.cost import costs
 from replenisher.operations.decide import BadDecision, decide, wait_until_taken
 from replenisher.operations.inbox import ManagerInbox
 from replenisher.operations.outcomes import recent_outcomes
-from replenisher.operations.overview import PER_PAGE, SkuQuery, select_rows, sku_rows
+from replenisher.operations.overview import PER_PAGE, SkuQuery, agents_by_name, select_rows, sku_rows
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import OperatorError, Unreachable
 from replenisher.operations.restate.health import ServiceDown
@@ -482,25 +482,34 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
         raise OperatorError(
             f"--search {args.search!r}: letters, digits, '.', '_', '-' and spaces, at most 64"
         ) from None
-    every = await sku_rows(client)
+    # By SKU with at most a search, Restate reads only the page's agents; else every agent is read.
+    page = await agents_by_name(client, query, args.offset, args.limit)
+    if page is not None:
+        rows, matching = page.rows, page.matching
+        # Whether any agent exists, for the line that says none does: asked only when none matched.
+        any_agent = matching > 0 or (
+            bool(query.q.strip()) and (await client.sku_records_page("", False, 1, 0)).matching > 0
+        )
+    else:
+        every = await sku_rows(client)
+        chosen = select_rows(every, query, None, client.now())
+        end = args.offset + args.limit if args.limit else None
+        rows, matching, any_agent = chosen[args.offset : end], len(chosen), bool(every)
     await note_if_down(client)
     now = client.now()
-    chosen = select_rows(every, query, None, now)
-    end = args.offset + args.limit if args.limit else None
-    rows = chosen[args.offset : end]
-    if rows and len(rows) < len(chosen):
+    if rows and len(rows) < matching:
         # On stderr: stdout holds only the rows, for a pipe or `--json`.
-        more = f"; --offset {args.offset + len(rows)} for the next" if end is not None and end < len(chosen) else ""
-        shown = f"rows {args.offset + 1}-{args.offset + len(rows)} of {len(chosen)}"
+        more = f"; --offset {args.offset + len(rows)} for the next" if args.offset + len(rows) < matching else ""
+        shown = f"rows {args.offset + 1}-{args.offset + len(rows)} of {matching}"
         print(f"{shown}{more} (--limit 0 for all)", file=sys.stderr)
 
     def human() -> str:
-        if not every:
+        if not any_agent:
             return "no SKU agents yet: `replenisher check SKU` or `watch SKU` creates one"
-        if not chosen:
+        if not matching:
             return "no SKU agent matches"
         if not rows:
-            return f"no rows past --offset {args.offset}: {len(chosen)} match"
+            return f"no rows past --offset {args.offset}: {matching} match"
         out = [("SKU", "watched", "runs", "active run", "now", "last outcome")]
         for r in rows:
             if r.retrying:

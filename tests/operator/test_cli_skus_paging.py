@@ -16,18 +16,25 @@ from support import RegisteredService
 pytestmark = pytest.mark.e2e
 
 
-async def test_skus_pages_with_limit_and_offset_and_says_where_the_page_sits(
-    cli: Cli, service: RegisteredService, ingress: httpx.AsyncClient, world_client: httpx.AsyncClient
+async def full_shelved_agents(
+    prefix: str, skus: list[str], ingress: httpx.AsyncClient, world_client: httpx.AsyncClient
 ) -> None:
-    # Five agents of one family, their shelves full: a check makes the agent and starts no run.
-    prefix = f"PGC-{uuid4().hex[:6]}"
-    skus = [f"{prefix}-{i}" for i in range(5)]
+    """An agent for each SKU, its shelf full: a check makes the agent and starts no run."""
     supplier = {"name": f"Supplier {prefix}", "prices": {}, "lead_days": 1, "reply_days": 1}
     ok(await world_client.put(f"/admin/suppliers/sup-{prefix}", json=supplier))
     for sku in skus:
         item = {"on_hand": 90, "safety_stock": 20, "target_stock": 100, "suppliers": [f"sup-{prefix}"]}
         ok(await world_client.put(f"/admin/items/{sku}", json=item))
         assert ok(await ingress.post(f"/SkuAgent/{sku}/check"))["started"] is None
+
+
+async def test_skus_pages_with_limit_and_offset_and_says_where_the_page_sits(
+    cli: Cli, service: RegisteredService, ingress: httpx.AsyncClient, world_client: httpx.AsyncClient
+) -> None:
+    # Five agents of one family, their shelves full.
+    prefix = f"PGC-{uuid4().hex[:6]}"
+    skus = [f"{prefix}-{i}" for i in range(5)]
+    await full_shelved_agents(prefix, skus, ingress, world_client)
 
     every = await cli("skus", "--search", prefix, "--json")
     assert every.code == 0 and every.err == "", every
@@ -63,3 +70,33 @@ async def test_skus_pages_with_limit_and_offset_and_says_where_the_page_sits(
 async def test_bad_paging_is_one_clear_line_and_a_non_zero_exit(cli: Cli, args: list[str], reason: str) -> None:
     result = await cli("skus", *args)
     assert result.code != 0 and reason in result.err and result.out == "", result
+
+
+async def test_a_page_by_sku_read_on_its_own_is_the_same_rows_as_the_page_cut_from_every_row(
+    cli: Cli, service: RegisteredService, ingress: httpx.AsyncClient, world_client: httpx.AsyncClient
+) -> None:
+    # By SKU with a search, `replenisher skus` reads only its page's agents from Restate (with --limit 0,
+    # every agent, then cuts): both must give the same rows. `_` in a search is a character, not a wildcard.
+    prefix = f"PGR-{uuid4().hex[:6]}"
+    skus = sorted([f"{prefix}-a_1", f"{prefix}-aX1", f"{prefix}-b", f"{prefix}-c"])  # X before _
+    await full_shelved_agents(prefix, skus, ingress, world_client)
+
+    every = await cli("skus", "--search", prefix, "--limit", "0", "--json")
+    assert every.code == 0, every
+    rows = json.loads(every.out)
+    assert [row["sku"] for row in rows] == skus
+    one_by_one = []
+    for offset in range(len(skus)):
+        page = await cli("skus", "--search", prefix, "--limit", "1", "--offset", str(offset), "--json")
+        assert page.code == 0, page
+        one_by_one += json.loads(page.out)
+    assert one_by_one == rows, "page by page, the very rows of the whole list"
+
+    backwards = await cli("skus", "--search", prefix, "--desc", "--limit", "3", "--json")
+    assert json.loads(backwards.out) == rows[::-1][:3], backwards
+    assert backwards.err == "rows 1-3 of 4; --offset 3 for the next (--limit 0 for all)\n", backwards
+
+    underscore = await cli("skus", "--search", f"{prefix}-a_1", "--json")
+    assert [row["sku"] for row in json.loads(underscore.out)] == [f"{prefix}-a_1"], underscore
+    upper = await cli("skus", "--search", f"{prefix.lower()}-AX1", "--json")
+    assert [row["sku"] for row in json.loads(upper.out)] == [f"{prefix}-aX1"], "the search ignores case"

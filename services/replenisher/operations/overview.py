@@ -5,7 +5,7 @@ and filtered here, from the page's query parameters."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -115,7 +115,19 @@ def asked_of(state: State | None) -> tuple[float | None, str | None]:
 
 async def sku_rows(client: RestateClient, catalogue: Catalogue | None = None) -> list[SkuRow]:
     """A row for every SKU the ERP lists or an agent watches."""
-    records = await client.sku_records()
+    items = catalogue.items if catalogue else {}
+    by_sku = {row.sku: row for row in await rows_of(client, await client.sku_records(), items)}
+    for sku, item in items.items():
+        by_sku.setdefault(sku, SkuRow(sku=sku, stock=item, has_agent=False))
+    return list(by_sku.values())
+
+
+async def rows_of(
+    client: RestateClient, records: list[SkuRecord], items: Mapping[str, ItemStock] | None = None
+) -> list[SkuRow]:
+    """The agents' rows of these records, their active runs read from Restate, and the ERP's figures
+    from `items` when given."""
+    items = items or {}
     active = [r.active.run_id for r in records if r.active is not None]
     waiting = await client.waiting_runs()
     invocations = await client.run_invocations(active)
@@ -124,22 +136,30 @@ async def sku_rows(client: RestateClient, catalogue: Catalogue | None = None) ->
     paused: dict[str, list[PausedCall]] = {}
     for call in await client.paused():
         paused.setdefault(call.sku, []).append(call)
-    items = catalogue.items if catalogue else {}
-    rows = {}
+    rows = []
     for record in records:
         row = row_of(record, waiting, invocations, since)
         price, supplier = asked_of(states.get(row.active_run) if row.active_run else None)
-        rows[record.sku] = row.model_copy(
-            update={
-                "stock": items.get(record.sku),
-                "asked_price": price,
-                "supplier": supplier,
-                "paused": paused.get(record.sku, []),
-            }
-        )
-    for sku, item in items.items():
-        rows.setdefault(sku, SkuRow(sku=sku, stock=item, has_agent=False))
-    return list(rows.values())
+        update = {"stock": items.get(record.sku), "asked_price": price, "supplier": supplier}
+        rows.append(row.model_copy(update=update | {"paused": paused.get(record.sku, [])}))
+    return rows
+
+
+class NamePage(BaseModel):
+    """A page of the agents' rows by SKU, read on its own (`agents_by_name`)."""
+
+    rows: list[SkuRow]
+    matching: int = Field(description="the agents the search chose, on every page")
+
+
+async def agents_by_name(client: RestateClient, query: SkuQuery, offset: int, limit: int) -> NamePage | None:
+    """The agents' rows `offset` to `offset + limit` of `query`, reading only those agents' records,
+    when the query is one Restate can page: by SKU, at most a search, no filter (whose rows depend
+    on every agent's run). None otherwise, and for `limit` 0 (every row): read them all then."""
+    if query.sort != "sku" or query.waiting != "any" or query.flag != "all" or limit <= 0:
+        return None
+    page = await client.sku_records_page(query.q, query.order == "desc", limit, offset)
+    return NamePage(rows=await rows_of(client, page.records), matching=page.matching)
 
 
 SortKey = Literal["sku", "stock", "cover", "waiting", "outcome"]

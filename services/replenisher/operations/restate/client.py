@@ -22,7 +22,7 @@ from replenisher.operations.restate.health import Health
 from replenisher.operations.restate.http import RestateHttp
 from replenisher.operations.restate.ingress import PATIENCE, Ingress
 from replenisher.operations.restate.paused import PausedCall
-from replenisher.operations.restate.read_models import RunView
+from replenisher.operations.restate.read_models import RunView, SkuRecordPage
 from replenisher.timeline.journal import JournalEntry, Row, TransientFailure
 from replenisher.timeline.model import Decision, Invocation, Waiting
 
@@ -131,6 +131,9 @@ class RestateClient:
 
     async def sku_records(self) -> list[SkuRecord]:
         return await read_models.sku_records(self.http)
+
+    async def sku_records_page(self, search: str, descending: bool, limit: int, offset: int) -> SkuRecordPage:
+        return await read_models.sku_records_page(self.http, search, descending, limit, offset)
 
     async def sku_records_of(self, skus: list[str]) -> list[SkuRecord]:
         return await read_models.sku_records_of(self.http, skus)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from replenisher.domain.documents import Sender
 from replenisher.domain.security import without_secrets
@@ -77,6 +77,28 @@ async def sku_records(http: RestateHttp) -> list[SkuRecord]:
     rows = await http.sql(_state_of(names.SKU_AGENT) + f"AND key = {literal(names.SKU_RECORD)}")
     records = [SkuRecord.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")]
     return sorted(records, key=lambda r: r.sku)
+
+
+class SkuRecordPage(BaseModel):
+    records: list[SkuRecord]
+    matching: int = Field(description="the records whose SKU holds the search, on every page")
+
+
+async def sku_records_page(http: RestateHttp, search: str, descending: bool, limit: int, offset: int) -> SkuRecordPage:
+    """`limit` SKU records from `offset`, by SKU, of those whose SKU holds `search` (any case), and
+    how many hold it: Restate reads, sends and we parse only the page's records, not every SKU's."""
+    needle = search.strip().lower()
+    where = f"WHERE service_name = {literal(names.SKU_AGENT)} AND key = {literal(names.SKU_RECORD)} "
+    if needle:
+        # strpos, not LIKE: a SKU's `_` would be LIKE's wildcard.
+        where += f"AND strpos(lower(service_key), {literal(needle)}) > 0 "
+    counted = await http.sql(f"SELECT COUNT(*) AS n FROM state {where}")
+    order = "DESC" if descending else "ASC"
+    rows = await http.sql(
+        f"SELECT service_key, value_utf8 FROM state {where}ORDER BY service_key {order} LIMIT {limit} OFFSET {offset}"
+    )
+    records = [SkuRecord.model_validate_json(r["value_utf8"]) for r in rows if r.get("value_utf8")]
+    return SkuRecordPage(records=records, matching=int(counted[0]["n"]) if counted else 0)
 
 
 async def sku_records_of(http: RestateHttp, skus: list[str]) -> list[SkuRecord]:
