@@ -153,8 +153,9 @@ async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followe
 ) -> None:
     """The service dies while the run waits for the manager. The run's attempt after the restart
     replays its journal and waits again, writing nothing new; the manager's answer follows. The
-    band ends when that attempt started (or, where Restate suspends at once, when the service
-    suspended the run), not with the first command the approval brought."""
+    band ends after the restart and at the latest when that attempt started (or, where Restate
+    suspends at once, when the service suspended the run), not with the first command the approval
+    brought."""
     await setup_lasting_quotes(scenario)
     run_id = (await scenario.check())["started"]
     target = f"Replenish/{run_id}/run"
@@ -208,7 +209,9 @@ async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followe
         if not restarted_at <= band["end"]:
             signs = await signs_between(admin, band["start"], restarted_at)
             pytest.fail(f"the band ended before the restart at {restarted_at}: {band}; Restate's records: {signs}")
-        assert band["end"] == pytest.approx(resumed_at, abs=1e-3), (band, restarted_at, resumed_at)
+        # At the latest when the run's own attempt was seen (an answer to another SKU's call, the
+        # service back, may come first: CI saw one 1.1 s before the run suspended, under load).
+        assert band["end"] <= resumed_at + 1e-3, (band, restarted_at, resumed_at)
         if decided_at is not None:
             # The control: counting only commands and completions ends it at the approval's first command.
             assert band["end"] < decided_at, "it ends before the approval that followed"
