@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import os
 import re
-import tarfile
 from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -35,14 +33,13 @@ from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import free_port, reserve
 from replenisher.stack.processes import AsgiApp, HypercornApp, RestateServer, service_server
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
-from replenisher.upgrade.corpus import MANIFEST, CorpusManifest
 from support import (
-    COMMITTED_CORPUS,
     NO_DOOR_LIMITS,
     REPO_ROOT,
     RESTATE_TEST_ENV,
     WORLD_LIMITS,
     RegisteredService,
+    committed_corpus_ports,
     inbound_endpoint,
     plain_report,
     service_env,
@@ -58,14 +55,10 @@ _session_logs: dict[str, HypercornApp | RestateServer] = {}
 
 
 @pytest.fixture(scope="session", autouse=True)
-def committed_corpus_ports() -> None:
+def reserve_committed_corpus_ports() -> None:
     """No process of this session is given a port the committed upgrade corpus records: its check
     (tests/upgrade, beside this session's other workers) refuses to run while anything answers there."""
-    with tarfile.open(COMMITTED_CORPUS, "r:gz") as archive:
-        manifest = archive.extractfile(MANIFEST)
-        assert manifest is not None, f"{COMMITTED_CORPUS} holds no {MANIFEST}"
-        recorded = CorpusManifest.model_validate_json(manifest.read()).deployments
-    reserve(*(port for uri in recorded if (port := urlsplit(uri).port) is not None))
+    reserve(*committed_corpus_ports())
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import os
 import re
+import tarfile
 import tempfile
 import time
 import traceback
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -21,6 +23,7 @@ from replenisher.domain.credentials import issue, new_token_key, parse_token_key
 from replenisher.stack.admin import find_deployment, register_deployment
 from replenisher.stack.processes import DEFAULT_READY_TIMEOUT, HypercornApp
 from replenisher.stack.runtime import BinaryRuntime, RestateRuntime
+from replenisher.upgrade.corpus import MANIFEST, CorpusManifest
 
 T = TypeVar("T")
 
@@ -423,6 +426,15 @@ def commented_commands(text: str) -> list[tuple[str, str]]:
                 found.append((says, line.strip()))
                 says = ""
     return found
+
+
+def committed_corpus_ports() -> list[int]:
+    """The ports the committed upgrade corpus's deployments point at (its manifest, read from the archive)."""
+    with tarfile.open(COMMITTED_CORPUS, "r:gz") as archive:
+        manifest = archive.extractfile(MANIFEST)
+        assert manifest is not None, f"{COMMITTED_CORPUS} holds no {MANIFEST}"
+        uris = CorpusManifest.model_validate_json(manifest.read()).deployments
+    return [port for uri in uris if (port := urlsplit(uri).port) is not None]
 
 
 def plain_report(item: pytest.Item, call: pytest.CallInfo[None], error: BaseException) -> pytest.TestReport:

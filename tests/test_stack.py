@@ -12,11 +12,9 @@ import os
 import socket
 import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -47,8 +45,7 @@ from replenisher.stack.processes import (
     wait_dead,
 )
 from replenisher.stack.runtime import RestateRuntime
-from replenisher.upgrade.corpus import MANIFEST, CorpusManifest
-from support import COMMITTED_CORPUS, REPO_ROOT, TESTS_DIR, RegisteredService, eventually, serving
+from support import REPO_ROOT, TESTS_DIR, RegisteredService, committed_corpus_ports, eventually, serving
 
 FIXTURE_ENV = {"PYTHONPATH": str(TESTS_DIR)}
 FIXTURE_APP = "stack_fixture_app:app"
@@ -192,13 +189,8 @@ print("up", flush=True); time.sleep(120)
 def test_no_process_of_the_suite_is_given_a_port_the_committed_corpus_records(monkeypatch: pytest.MonkeyPatch) -> None:
     """The upgrade check of the committed corpus refuses to run while anything answers where its data's
     deployments point; a port from free_port()'s range, once handed to another worker's server, made it
-    refuse (CI flake). The session reserves them (conftest.committed_corpus_ports)."""
-    with tarfile.open(COMMITTED_CORPUS, "r:gz") as archive:
-        manifest = archive.extractfile(MANIFEST)
-        assert manifest is not None
-        uris = CorpusManifest.model_validate_json(manifest.read()).deployments
-    [recorded] = [urlsplit(uri).port for uri in uris]
-    assert recorded is not None
+    refuse (CI flake). The session reserves them (conftest.reserve_committed_corpus_ports)."""
+    [recorded] = committed_corpus_ports()
     other = next(p for p in range(20_000, 30_000) if p != recorded and port_is_free(p))
     offered = iter([recorded, other])
     monkeypatch.setattr(ports.random, "randrange", lambda *_: next(offered))
