@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict
 
+from replenisher.stack import tls
+
 # Discovery makes Restate call the service, which may take a moment on a cold process.
 _TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 _JSON = {"accept": "application/json", "content-type": "application/json"}
@@ -64,19 +66,21 @@ def _sql_rows(body: Any) -> list[dict[str, Any]]:
 
 def is_healthy(admin_url: str, timeout: float = 2.0) -> bool:
     try:
-        return httpx.get(f"{admin_url}/health", timeout=timeout).status_code == 200
+        return httpx.get(f"{admin_url}/health", timeout=timeout, verify=tls.context()).status_code == 200
     except httpx.HTTPError:
         return False
 
 
 def register_deployment(admin_url: str, uri: str, *, force: bool = True) -> Deployment:
     """Register (or with `force`, overwrite) the deployment served at `uri`."""
-    response = httpx.post(f"{admin_url}/deployments", json=_register_request(uri, force), timeout=_TIMEOUT)
+    response = httpx.post(
+        f"{admin_url}/deployments", json=_register_request(uri, force), timeout=_TIMEOUT, verify=tls.context()
+    )
     return _deployment(_check(response, f"registering deployment {uri}"))
 
 
 def list_deployments(admin_url: str) -> list[Deployment]:
-    response = httpx.get(f"{admin_url}/deployments", headers=_JSON, timeout=_TIMEOUT)
+    response = httpx.get(f"{admin_url}/deployments", headers=_JSON, timeout=_TIMEOUT, verify=tls.context())
     return [_deployment(d) for d in _check(response, "listing deployments")["deployments"]]
 
 
@@ -86,7 +90,9 @@ def find_deployment(admin_url: str, uri: str) -> Deployment | None:
 
 def sql(admin_url: str, query: str) -> list[dict[str, Any]]:
     """Run SQL over Restate's introspection tables (sys_invocation, sys_journal, state, ...)."""
-    response = httpx.post(f"{admin_url}/query", json={"query": query}, headers=_JSON, timeout=_TIMEOUT)
+    response = httpx.post(
+        f"{admin_url}/query", json={"query": query}, headers=_JSON, timeout=_TIMEOUT, verify=tls.context()
+    )
     return _sql_rows(_check(response, f"query {query!r}"))
 
 
@@ -106,11 +112,11 @@ class Admin:
         return list_deployments(self.url)
 
     async def asql(self, query: str) -> list[dict[str, Any]]:
-        async with httpx.AsyncClient(timeout=_TIMEOUT) as client:
+        async with httpx.AsyncClient(timeout=_TIMEOUT, verify=tls.context()) as client:
             response = await client.post(f"{self.url}/query", json={"query": query}, headers=_JSON)
         return _sql_rows(_check(response, f"query {query!r}"))
 
     async def aregister(self, uri: str, *, force: bool = True) -> Deployment:
-        async with httpx.AsyncClient(timeout=_TIMEOUT) as client:
+        async with httpx.AsyncClient(timeout=_TIMEOUT, verify=tls.context()) as client:
             response = await client.post(f"{self.url}/deployments", json=_register_request(uri, force))
         return _deployment(_check(response, f"registering deployment {uri}"))

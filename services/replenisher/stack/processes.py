@@ -25,6 +25,7 @@ from typing import Literal, get_args
 
 import httpx
 
+from replenisher.stack import tls
 from replenisher.stack.install import ensure_restate
 from replenisher.stack.ports import LOOPBACK, RestatePorts, ensure_ports_free
 
@@ -164,7 +165,7 @@ def terminate_pid(pid: int, stop_signal: int, timeout: float = DEFAULT_STOP_TIME
 def http_answers(url: str, timeout: float = 1.0, verify: bool = True) -> bool:
     """Any HTTP response counts: the server is accepting and serving requests."""
     try:
-        httpx.get(url, timeout=timeout, verify=verify)
+        httpx.get(url, timeout=timeout, verify=tls.context(verify))
     except httpx.HTTPError:
         return False
     return True
@@ -172,7 +173,7 @@ def http_answers(url: str, timeout: float = 1.0, verify: bool = True) -> bool:
 
 def http_ok(url: str, timeout: float = 1.0) -> bool:
     try:
-        return httpx.get(url, timeout=timeout).status_code == 200
+        return httpx.get(url, timeout=timeout, verify=tls.context()).status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -368,6 +369,7 @@ def restate_ready(admin_url: str, ingress_url: str) -> bool:
             json={"query": "SELECT count(*) FROM sys_invocation"},
             headers={"accept": "application/json"},
             timeout=5.0,
+            verify=tls.context(),
         )
     except httpx.HTTPError:
         return False
