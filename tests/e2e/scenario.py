@@ -40,18 +40,15 @@ class Scenario:
         daily_consumption: float = 0,
         quote_valid_days: float = 120,
     ) -> None:
-        supplier = {
-            "name": f"Supplier {self.supplier}",
-            "prices": {self.sku: price},
-            "lead_days": lead_days,
-            "reply_days": reply_days,
-            "deliveries": deliveries,
-            "delivery_gap_days": 1,
+        await self.supplier_terms(
+            price=price,
+            lead_days=lead_days,
+            reply_days=reply_days,
+            deliveries=deliveries,
             # Long enough (30 s) that a crash and a restart of the service (7 s seen under load) fit
             # before the quote expires: the run re-quotes an expired one. The tests of expiry set it short.
-            "quote_valid_days": quote_valid_days,
-        }
-        ok(await self.world.put(f"/admin/suppliers/{self.supplier}", json=supplier))
+            quote_valid_days=quote_valid_days,
+        )
         item = {
             "on_hand": on_hand,
             "safety_stock": safety_stock,
@@ -60,6 +57,28 @@ class Scenario:
             "suppliers": [self.supplier],
         }
         ok(await self.world.put(f"/admin/items/{self.sku}", json=item))
+
+    async def supplier_terms(
+        self,
+        *,
+        price: float = 4.0,
+        lead_days: float = 2,
+        reply_days: float = 0.5,
+        deliveries: int = 1,
+        quote_valid_days: float = 120,
+    ) -> None:
+        """The scenario's supplier and its terms, set (or changed) in the world: quotes it gives from
+        now on follow them, ones it gave keep theirs."""
+        supplier = {
+            "name": f"Supplier {self.supplier}",
+            "prices": {self.sku: price},
+            "lead_days": lead_days,
+            "reply_days": reply_days,
+            "deliveries": deliveries,
+            "delivery_gap_days": 1,
+            "quote_valid_days": quote_valid_days,
+        }
+        ok(await self.world.put(f"/admin/suppliers/{self.supplier}", json=supplier))
 
     async def book_goods(self, receipt_id: str, po_number: str, quantity: int) -> JSON:
         """The warehouse books goods in the ERP by hand (as if delivered outside the supplier's flow)."""
