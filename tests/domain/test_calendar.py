@@ -346,3 +346,20 @@ def test_skipping_whole_weeks_gives_what_counting_every_day_gives(monkeypatch: p
             skipped += days > 14
     assert skipped > 100  # the long waits, the ones a week at a time serves, were among them
     assert skips > 10_000, f"only {skips} weeks were skipped: the comparison did not exercise the skipping"
+
+
+def test_a_remembered_sum_belongs_to_its_own_calendar() -> None:
+    """`add` remembers its sums; calendars that differ in a field never share one, and an equal
+    calendar built anew gets the same answer."""
+    plain = BusinessCalendar()
+    christmas = BusinessCalendar(holidays=(date(2026, 12, 25),))
+    office_utc = BusinessCalendar(holidays=(date(2026, 12, 25),), opens="09:00", closes="17:00")
+    office_berlin = office_utc.model_copy(update={"timezone": "Europe/Berlin"})
+    calendars = (plain, christmas, office_utc, office_berlin)
+    evening = FRIDAY_3PM + 5 * 3600  # after both offices have closed
+    answers = [cal.add(evening, 20) for cal in calendars]
+    assert answers == [cal._add(evening, 20) for cal in calendars]
+    assert len(set(answers)) == 4, answers
+    assert answers[1] > answers[0], "the holiday moves the end later"
+    again = BusinessCalendar(holidays=(date(2026, 12, 25),))
+    assert again is not christmas and again.add(evening, 20) == answers[1]
