@@ -188,6 +188,12 @@ async def answered_after(http: RestateHttp, t: float) -> float | None:
     rows += await http.sql(
         f"SELECT min(modified_at) AS t FROM sys_invocation WHERE status = 'suspended' AND modified_at > {at} AND {ours}"
     )
+    # The service's own note that it answered an attempt after failed ones (durable/answered.py):
+    # the one sign that outlives an attempt which resumed a waiting run and wrote nothing.
+    rows += await http.sql(
+        "SELECT min(created_at) AS t FROM sys_invocation "
+        f"WHERE target_service_name = {literal(names.SERVICE_ANSWERED)} AND created_at > {at}"
+    )
     # A refused attempt fails within milliseconds and backs off: one still running a moment
     # after it started was answered.
     rows += await http.sql(
