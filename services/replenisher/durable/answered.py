@@ -46,7 +46,7 @@ class AnsweredAfterFailures(BaseModel):
     """An attempt the service answered after `failed_attempts` failed ones of `invocation`."""
 
     invocation: str
-    target: str
+    handler: str  # "Service/handler"
     failed_attempts: int
     since_last_entry_ms: int
 
@@ -58,12 +58,12 @@ async def after_failures(ctx: Context, note: AnsweredAfterFailures) -> None:
 
 def note_for(path: str, start: AttemptStart) -> AnsweredAfterFailures | None:
     """The note an attempt calls for: one that follows failed attempts, of any handler but this one's."""
-    target = path.removeprefix("/invoke/")
-    if start.failed_attempts == 0 or target.startswith(f"{names.SERVICE_ANSWERED}/"):
+    handler = path.removeprefix("/invoke/")
+    if start.failed_attempts == 0 or handler.startswith(f"{names.SERVICE_ANSWERED}/"):
         return None
     return AnsweredAfterFailures(
         invocation=start.invocation,
-        target=target,
+        handler=handler,
         failed_attempts=start.failed_attempts,
         since_last_entry_ms=start.since_last_entry_ms,
     )
