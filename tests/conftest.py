@@ -168,7 +168,7 @@ def service(restate_runtime: RestateRuntime, world: HypercornApp, log_dir: Path)
     app = AsgiApp(
         SERVICE_APP,
         free_port(restate_runtime.service_bind_host),
-        service_env(world.url),
+        service_env(world.url, {"REPLENISHER_INGRESS_URL": restate_runtime.ingress_url}),
         name="replenisher",
         log_path=log_dir / "replenisher.log",
         bind_host=restate_runtime.service_bind_host,

@@ -66,7 +66,8 @@ def test_the_service_tells_restate_its_windows_at_discovery() -> None:
     windows = {"JOURNAL": retention.JOURNAL, "WORKFLOW": retention.WORKFLOW, "IDEMPOTENCY": retention.IDEMPOTENCY}
     ms = {name: int(value.total_seconds() * 1000) for name, value in windows.items()}
     services = {s["name"]: s for s in manifest["services"]}
-    assert set(services) == {"SkuAgent", "Replenish", "RunArchive", "AuditLog"}
+    # ServiceAnswered too: its notes end the outage bands whose refusals the journal keeps, as long.
+    assert set(services) == {"SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered"}
     for service in services.values():
         assert service["journalRetention"] == ms["JOURNAL"], service["name"]
         assert service["idempotencyRetention"] == ms["IDEMPOTENCY"], service["name"]

@@ -42,7 +42,7 @@ SAMPLES: dict[type[BaseModel], BaseModel] = {
 
 def test_every_address_names_a_handler_with_its_request_and_response_types() -> None:
     assert contracts.mismatches([sku_agent, replenish, run_archive, audit_log]) == []
-    assert [s.name for s in SERVICES] == ["SkuAgent", "Replenish", "RunArchive", "AuditLog"]
+    assert [s.name for s in SERVICES] == ["SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered"]
     # Both directions are covered: what the SKU calls on its runs and what a run calls on its SKU.
     assert {a.service for a in contracts.ADDRESSES} == {contracts.SKU_AGENT, contracts.REPLENISH, contracts.AUDIT_LOG}
 

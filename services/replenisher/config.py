@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=PREFIX, env_ignore_empty=True, populate_by_name=True, extra="ignore")
 
     world_url: str = DEFAULT_WORLD_URL
+    ingress_url: str | None = Field(
+        default=None, description="Restate's ingress, for the note that the service answered after failed attempts"
+    )
     day_seconds: float = Field(default=86_400.0, gt=0)
     calendar_file: str | None = None
     calendar: BusinessCalendar = Field(default_factory=BusinessCalendar, description="loaded from calendar_file")

@@ -102,7 +102,13 @@ async def test_a_correct_signature_made_here_is_accepted(signed_stack: ServiceSt
     async with httpx.AsyncClient(base_url=signed_stack.service.url, timeout=_HTTP) as service:
         response = await service.get("/discover", headers={"accept": MANIFEST, **key.headers("/discover")})
     assert response.status_code == 200
-    assert {s["name"] for s in response.json()["services"]} == {"SkuAgent", "Replenish", "RunArchive", "AuditLog"}
+    assert {s["name"] for s in response.json()["services"]} == {
+        "SkuAgent",
+        "Replenish",
+        "RunArchive",
+        "AuditLog",
+        "ServiceAnswered",
+    }
 
 
 def _forgeries(key: IdentityKey, path: str, elsewhere: str) -> dict[str, dict[str, str]]:

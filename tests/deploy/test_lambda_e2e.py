@@ -60,7 +60,13 @@ async def lambda_scenario(lambda_stack: ServiceStack) -> AsyncIterator[Scenario]
 def test_restate_registered_the_function_as_request_response(lambda_stack: ServiceStack) -> None:
     deployment = lambda_stack.deployment
     assert deployment["protocol_type"] == "RequestResponse", deployment
-    assert {s["name"] for s in deployment["services"]} == {"SkuAgent", "Replenish", "RunArchive", "AuditLog"}
+    assert {s["name"] for s in deployment["services"]} == {
+        "SkuAgent",
+        "Replenish",
+        "RunArchive",
+        "AuditLog",
+        "ServiceAnswered",
+    }
     # Discovery itself went through the handler.
     function = lambda_stack.service
     assert isinstance(function, LocalLambda)

@@ -24,6 +24,8 @@ PUBLIC = {
     ("AuditLog", "append"),
     ("AuditLog", "index"),
     ("AuditLog", "page"),
+    # The service's own note, sent through the ingress, that it answered after failed attempts.
+    ("ServiceAnswered", "after_failures"),
 }
 PRIVATE = {
     ("SkuAgent", "tick"),
@@ -44,7 +46,7 @@ async def handlers(admin: Admin) -> dict[tuple[str, str], bool]:
     """Every handler Restate discovered, with whether the ingress may call it."""
     found: dict[tuple[str, str], bool] = {}
     async with httpx.AsyncClient(base_url=admin.url, timeout=30) as client:
-        for service in ("SkuAgent", "Replenish", "RunArchive", "AuditLog"):
+        for service in ("SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered"):
             response = await client.get(f"/services/{service}")
             response.raise_for_status()
             body = response.json()

@@ -18,6 +18,7 @@ from e2e.scenario import JSON, Scenario, ok
 from e2e.test_crash_matrix import arm, fired, release
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import ActiveRun, SkuRecord
+from replenisher.durable.answered import NOTE_TIMEOUT_SECONDS
 from replenisher.durable.sku_agent import sku_agent
 from replenisher.operations.overview import sku_rows
 from replenisher.operations.restate.client import RestateClient
@@ -220,6 +221,68 @@ async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followe
     if decided_at is None:
         await scenario.decide(request["po_number"], approved=True, up_to=4.0)
     assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+
+
+async def test_a_band_ends_when_the_run_resumed_also_read_after_the_run_finished(
+    cli: Cli, scenario: Scenario, service: RegisteredService, admin: Admin
+) -> None:
+    """As above, but the timeline is read once the run has taken the approval, ordered and
+    finished: Restate no longer has the start of the attempt that resumed the run, and that
+    attempt wrote nothing to the journal. The band still ends after the restart and by the time
+    the resumed attempt was seen (plus the note's way to Restate), well before the approval."""
+    await setup_lasting_quotes(scenario)
+    run_id = (await scenario.check())["started"]
+    target = f"Replenish/{run_id}/run"
+    request = await scenario.pending_approval()
+    await waiting_for_approval(scenario, run_id)
+    killed_at = time.time()
+    service.kill()
+    run = await run_attempt(admin, target)
+    if run["status"] == "suspended":  # Restate suspended it first: it tries it now, as `resume` does
+        await resume(admin, str(run["id"]))
+    await eventually(lambda: refused_attempts(admin, target), timeout=30, what="a refused attempt of the run")
+    first_refusal = await first_failure(admin, [scenario.sku, run_id], since=killed_at)
+    assert first_refusal is not None
+    restarted_at = time.time()
+    service.restart()
+
+    async def resumed() -> float | None:
+        """When Restate's live record shows the run's attempt after the restart (its start, or
+        its suspension once it suspended again)."""
+        run = await run_attempt(admin, target)
+        at = epoch(run.get("last_start_at") if run["status"] == "running" else run.get("modified_at"))
+        return at if run["status"] in ("running", "suspended") and at is not None and at >= restarted_at else None
+
+    resumed_at = await eventually(resumed, timeout=30, what="the run's attempt after the restart")
+    # The approval comes clearly later than the note could take to reach Restate, so a band that
+    # ran on to the approval's first command cannot pass for one that ended at the resume.
+    latest_end = resumed_at + NOTE_TIMEOUT_SECONDS
+    await eventually(lambda: time.time() > latest_end + 1, timeout=10, what="a moment past the resume")
+    decided_at = time.time()
+    await scenario.decide(request["po_number"], approved=True, up_to=4.0)
+    assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+    gone = await admin.asql(f"SELECT status, last_start_at FROM sys_invocation WHERE target = '{target}'")
+    assert [(r["status"], r.get("last_start_at")) for r in gone] == [("completed", None)], (
+        "Restate no longer has the resumed attempt's start",
+        gone,
+    )
+
+    result = await cli("timeline", scenario.sku, "--json")
+    assert result.code == 0, result
+    [band] = json.loads(result.out)["bands"]
+    assert band["start"] == pytest.approx(first_refusal, abs=1e-3), "it starts at the first refused attempt"
+    assert band["ended_by"] == "the service answered again", band
+    if not restarted_at <= band["end"]:
+        signs = await signs_between(admin, band["start"], restarted_at)
+        pytest.fail(f"the band ended before the restart at {restarted_at}: {band}; Restate's records: {signs}")
+    # The control: without the service's note the band runs on to the approval's first command.
+    assert band["end"] < decided_at, ("it ends before the approval that followed", band, decided_at)
+    assert band["end"] <= latest_end, ("it ends when the run resumed", band, restarted_at, resumed_at)
+    notes = await admin.asql(
+        "SELECT created_at FROM sys_invocation "
+        f"WHERE target = 'ServiceAnswered/after_failures' AND created_at >= TIMESTAMP '{sql_time(restarted_at)}'"
+    )
+    assert notes, "Restate keeps the service's note that it answered after the refusals"
 
 
 async def test_a_supplier_answering_503_is_a_retrying_step_not_an_outage(

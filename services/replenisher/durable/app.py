@@ -14,6 +14,7 @@ import restate
 from restate.aws_lambda import is_running_on_lambda
 
 from replenisher.config import audited_settings
+from replenisher.durable.answered import noting_answers, service_answered
 from replenisher.durable.archive import run_archive
 from replenisher.durable.asgi import App, Receive, Scope, Send, cancel_on_disconnect
 from replenisher.durable.audit_log import audit_log
@@ -23,7 +24,7 @@ from replenisher.durable.sku_agent import sku_agent
 from replenisher.loop import names
 from replenisher.wiring import Wiring, bootstrap, serving
 
-SERVICES = [sku_agent, replenish, run_archive, audit_log]
+SERVICES = [sku_agent, replenish, run_archive, audit_log, service_answered]
 
 __all__ = ["SERVICES", "create_app"]
 
@@ -45,7 +46,10 @@ def create_app(parts: Wiring | None = None) -> Any:
     if is_running_on_lambda():
         return _lambda_served(app, parts)
     # Wrapped so that an attempt Restate dropped stops at once under either server (durable/asgi.py).
-    return _served(cancel_on_disconnect(app), parts)
+    served = cancel_on_disconnect(app)
+    if parts.settings.ingress_url:  # and so that an attempt after failed ones is noted (durable/answered.py)
+        served = noting_answers(served, parts.settings.ingress_url)
+    return _served(served, parts)
 
 
 def stamp_code_version(version: str, settings: dict[str, str] | None = None) -> None:

@@ -52,6 +52,9 @@ NEXT_CHECK = "next check"
 SKU_AGENT = "SkuAgent"
 REPLENISH = "Replenish"
 RUN_ARCHIVE = "RunArchive"
+# The service's note that it answered an attempt after failed ones (durable/answered.py).
+SERVICE_ANSWERED = "ServiceAnswered"
+AFTER_FAILURES = "after_failures"
 RUN = "run"  # the handler a run runs in
 # The key of each service's metadata, given at discovery, that holds the code version
 # (REPLENISHER_CODE_VERSION) of the deployment serving it: Restate keeps it per deployment.

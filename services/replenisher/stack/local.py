@@ -405,6 +405,7 @@ def _service_wiring(cfg: StackConfig) -> dict[str, str]:
     clock = {f"REPLENISHER_{k}": v for k, v in clock_env(cfg).items()}
     return {
         "REPLENISHER_WORLD_URL": cfg.world_url,
+        "REPLENISHER_INGRESS_URL": cfg.ingress_url,
         "REPLENISHER_DAY_SECONDS": format_seconds(cfg.day_seconds),
         "REPLENISHER_DOOR_KEY_FILE": str(cfg.door_key_file),
         **clock,

@@ -9,8 +9,12 @@ state (`history`) gives what people read: the tool, the decider's reason, the su
 Outage bands come from the failed attempts Restate records per invocation
 (sys_journal_events): a network error talking to the service (RT0010) means the service
 was down or died mid-attempt. A band ends at the first sign the service answered again
-(`RestateClient.answered_after`: a command it journaled, an invocation it completed or
-suspended, an attempt it is running), or failing a look-up at the run's own next command.
+(`operations/restate/health.answered_after`: its note that it answered an attempt after failed
+ones, `durable/answered.py`; a command it journaled; an invocation it completed or suspended;
+an attempt it is running), or failing a look-up at the run's own next command. The note is
+what keeps the end right after the run has moved on: it marks when Restate's first attempt
+after the outage reached the service, at most one retry interval (Restate's, capped at a
+minute by default) after the service was back.
 Errors inside a step are retries of
 that step, drawn on the step. A restate-server restart while a run slept leaves no trace in
 the run's records, and needs none: nothing was due.

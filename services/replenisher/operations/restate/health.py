@@ -162,15 +162,18 @@ async def answered_since(http: RestateHttp, at: float) -> bool:
 
 
 async def answered_after(http: RestateHttp, t: float) -> float | None:
-    """The first sign after `t` that the service answered Restate: a journal command (only
-    the service writes those), an invocation the service completed or suspended, or an
-    attempt in flight now that started after `t` and was not refused.
+    """The first sign after `t` that the service answered Restate: its note that it answered
+    an attempt after failed ones (`durable/answered.py`), a journal command (only the service
+    writes those), an invocation the service completed or suspended, or an attempt in flight
+    now that started after `t` and was not refused.
 
     An attempt that resumes a run which only waits (the manager's answer, a supplier's
-    reply) replays its journal and writes nothing new, so its start would show nowhere but
-    in Restate's live record of the attempt; the run's next command may come days later.
-    Restate forgets when an attempt started once it suspends or completes: a suspension
-    (its time) is then the sign, until the run is woken again."""
+    reply) replays its journal and writes nothing new; the run's next command may come days
+    later. Restate keeps when an attempt started only while it runs (a suspension's time
+    until the run is woken again), and records a row of identical refusals once, so after
+    the run has moved on only the note dates that attempt: it is Restate's `created_at` of
+    the note, taken as the attempt starts, and kept for the journal retention. The attempt
+    itself comes at most one of Restate's retry intervals after the service was back."""
     at = f"TIMESTAMP {literal(sql_time(t))}"
     ours = f"target_service_name IN {among(AGENTS)}"
     # Every command but the Input (Restate writes that one when it accepts the call).
@@ -187,6 +190,12 @@ async def answered_after(http: RestateHttp, t: float) -> float | None:
     # The service suspends an invocation (Restate only passes the inactivity timeout on).
     rows += await http.sql(
         f"SELECT min(modified_at) AS t FROM sys_invocation WHERE status = 'suspended' AND modified_at > {at} AND {ours}"
+    )
+    # The service's own note that it answered an attempt after failed ones (durable/answered.py):
+    # the one sign that outlives an attempt which resumed a waiting run and wrote nothing.
+    rows += await http.sql(
+        "SELECT min(created_at) AS t FROM sys_invocation "
+        f"WHERE target_service_name = {literal(names.SERVICE_ANSWERED)} AND created_at > {at}"
     )
     # A refused attempt fails within milliseconds and backs off: one still running a moment
     # after it started was answered.
