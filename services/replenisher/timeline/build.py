@@ -19,7 +19,7 @@ Errors inside a step are retries of
 that step, drawn on the step. A restate-server restart while a run slept leaves no trace in
 the run's records, and needs none: nothing was due.
 
-When the journal is gone (Restate keeps a finished run's journal about a day) the timeline
+When the journal is gone (Restate keeps a finished run's journal 14 days: `durable/retention.py`) the timeline
 falls back to the run's history without times, and when that is gone too, to the outcome
 the SKU's record keeps.
 """
@@ -43,7 +43,8 @@ UNREACHABLE_CODES = {"RT0010"}
 UNREACHABLE_WORDS = ("connection refused", "broken pipe", "stream closed", "connection reset", "trying to connect")
 
 JOURNAL_GONE = (
-    "Restate no longer holds this run's journal (it keeps a finished run's journal about a day), "
+    # durable/retention.py's JOURNAL (the timeline does not import the Restate glue)
+    "Restate no longer holds this run's journal (it keeps a finished run's journal 14 days), "
     "so turns are shown without their times"
 )
 STATE_GONE = "the run's own state is gone too: only the outcome kept in the SKU's record remains"
