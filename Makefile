@@ -61,6 +61,12 @@ XDIST := $(if $(filter 0 1,$(WORKERS)),,-n $(WORKERS))
 ifneq ($(SERVER),)
 export REPLENISHER_SERVER := $(SERVER)
 endif
+# The service's worker processes: make up SERVICE_WORKERS=2, make test SERVICE_WORKERS=2 (else
+# REPLENISHER_SERVICE_WORKERS, else 1; docs/operating/settings.md).
+SERVICE_WORKERS ?=
+ifneq ($(SERVICE_WORKERS),)
+export REPLENISHER_SERVICE_WORKERS := $(SERVICE_WORKERS)
+endif
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
