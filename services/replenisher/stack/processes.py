@@ -409,6 +409,10 @@ def service_server(env: Mapping[str, str] | None = None) -> Server:
     raise ValueError(f"{SERVER_SETTING}={value!r}: choose one of {', '.join(SERVERS)}")
 
 
+GRANIAN_BACKLOG = 1024
+"""granian's listen backlog (its default), and the requests each of its workers takes at once."""
+
+
 def server_argv(
     server: Server, app: str, host: str, port: int, tls: TlsFiles | None = None, workers: int = 1
 ) -> list[str]:
@@ -449,6 +453,14 @@ def server_argv(
             "auto",
             "--workers",
             str(workers),
+            # Requests each worker takes at once: granian's default divides its backlog (1024) among
+            # the workers, 512 each with two, under the 1,000 calls Restate keeps in flight
+            # (`concurrent-invocations-limit`), each on a connection of its own with several workers
+            # (`restate_env_for_workers`). Measured under a backlog of ticks: each of two workers held
+            # exactly 512 of Restate's connections while Restate logged refused and reset ones. The
+            # whole backlog each, as one worker always had.
+            "--backpressure",
+            str(GRANIAN_BACKLOG),
             "--loop",
             "uvloop",
             "--runtime-mode",
