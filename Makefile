@@ -39,6 +39,8 @@
 #                     10,000 and 100,000, an estimated hour and a half; PLAN=quick or make bench-scale-quick: 1,000, under
 #                     ten minutes); writes bench/results/scale-PLAN.json and ends with
 #                     `scale: skus=N ticks=T late_p99_s=L cpu_ms_per_tick=C engine_mb=E skus_page_ms=P`
+#                     (SERVICE_WORKERS=2: the service on two workers; `python -m bench.scale --service-workers 1 2 1 2`
+#                     alternates one and two workers at each size)
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
 #   make lambda-test  the Lambda tests, with deployment zips for both x86_64 and arm64
 
@@ -60,6 +62,12 @@ WORKERS ?= 4
 XDIST := $(if $(filter 0 1,$(WORKERS)),,-n $(WORKERS))
 ifneq ($(SERVER),)
 export REPLENISHER_SERVER := $(SERVER)
+endif
+# The service's worker processes: make up SERVICE_WORKERS=2, make test SERVICE_WORKERS=2 (else
+# REPLENISHER_SERVICE_WORKERS, else 1; docs/operating/settings.md).
+SERVICE_WORKERS ?=
+ifneq ($(SERVICE_WORKERS),)
+export REPLENISHER_SERVICE_WORKERS := $(SERVICE_WORKERS)
 endif
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1

@@ -7,10 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from replenisher.config import service_workers as configured_workers
 from replenisher.stack.admin import register_deployment
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import AsgiApp, HypercornApp, ManagedProcess, service_server
+from replenisher.stack.processes import (
+    AsgiApp,
+    HypercornApp,
+    ManagedProcess,
+    restate_env_for_workers,
+    service_server,
+)
 from replenisher.stack.runtime import BinaryRuntime
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +40,7 @@ def start_own_stack(
     service_env: Mapping[str, str],
     restate_env: Mapping[str, str] | None = None,
     world_env: Mapping[str, str] | None = None,
+    service_workers: int | None = None,
 ) -> OwnStack:
     """Everything up and the service registered; whatever started is stopped again if a part fails."""
     started: list[ManagedProcess] = []
@@ -48,10 +56,11 @@ def start_own_stack(
     # own start, and the two disagree on what day it is.
     origin = repr(time.time())
     clock = {"CLOCK_WALL_ORIGIN": origin, "CLOCK_CALENDAR_ORIGIN": origin}
+    workers = service_workers or configured_workers()  # given, else REPLENISHER_SERVICE_WORKERS, else one
     restate = BinaryRuntime(
         RestatePorts.free(),
         base / "restate-data",
-        dict(restate_env or {}),
+        {**restate_env_for_workers(workers), **(restate_env or {})},
         log_path=base / "restate.log",
         config_file=REPO_ROOT / "restate.toml",
     )
@@ -64,7 +73,13 @@ def start_own_stack(
         env = {"REPLENISHER_WORLD_URL": world.url, "REPLENISHER_DAY_SECONDS": day, **service_env}
         env |= {f"REPLENISHER_{k}": v for k, v in clock.items()}
         service = AsgiApp(
-            SERVICE_APP, free_port(), env, name="replenisher", log_path=base / "service.log", server=service_server()
+            SERVICE_APP,
+            free_port(),
+            env,
+            name="replenisher",
+            log_path=base / "service.log",
+            server=service_server(),
+            workers=workers,
         )
         up(service)
         register_deployment(restate.admin_url, restate.deployment_uri(service.port))

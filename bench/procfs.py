@@ -77,3 +77,36 @@ def dir_mb(path: Path, apparent: bool = False) -> float:
                 continue
             total += stat.st_size if apparent else stat.st_blocks * 512
     return total / 2**20
+
+
+def connections_by_pid(pids: list[int], port: int) -> dict[int, int]:
+    """How many established TCP connections to local `port` each of `pids` holds (by their sockets'
+    inodes in /proc/net/tcp{,6} and each process's open file descriptors): which of a server's worker
+    processes accepted which of its callers' connections."""
+    established: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            # local_address is HEX_IP:HEX_PORT; state 01 is ESTABLISHED; the inode is the tenth field.
+            if len(fields) > 9 and fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                established.add(fields[9])
+    held: dict[int, int] = {}
+    for pid in pids:
+        inodes: set[str] = set()
+        try:
+            descriptors = list(os.scandir(f"/proc/{pid}/fd"))
+        except OSError:
+            descriptors = []
+        for fd in descriptors:
+            try:
+                target = os.readlink(fd.path)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+        held[pid] = len(inodes & established)
+    return held

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -58,14 +59,22 @@ from pydantic import BaseModel, Field
 
 from bench.own_stack import REPO_ROOT, OwnStack, start_own_stack
 from bench.percentiles import percentile
-from bench.procfs import dir_mb, group_cpu_seconds, group_memory_mb
+from bench.procfs import (
+    connections_by_pid,
+    dir_mb,
+    group_cpu_seconds,
+    group_memory_mb,
+    group_pids,
+    task_cpu_seconds,
+)
+from replenisher.config import service_workers, variable
 from replenisher.console import pages
 from replenisher.operations.catalogue import ErpCatalogue
 from replenisher.operations.overview import SkuQuery, page_of, sku_rows
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.http import RestateHttp
 from replenisher.stack.ports import free_port
-from replenisher.stack.processes import HypercornApp, service_server
+from replenisher.stack.processes import HypercornApp, restate_env_for_workers, service_server
 
 JSON = dict[str, Any]
 RESULTS = REPO_ROOT / "bench" / "results"
@@ -151,6 +160,14 @@ class Processes:
 
     def cpu(self) -> dict[str, float]:
         return {role: group_cpu_seconds(pgid) for role, pgid in self.pgids.items()}
+
+    def service_cpu(self) -> dict[int, float]:
+        """CPU seconds of each process of the service's group (the server's supervisor and workers)."""
+        cpu = {}
+        for pid in group_pids(self.pgids["service"]):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                cpu[pid] = task_cpu_seconds(pid)
+        return cpu
 
     def memory(self) -> dict[str, dict[str, float]]:
         return {role: group_memory_mb(pgid) for role, pgid in self.pgids.items()}
@@ -353,10 +370,20 @@ async def list_views(stack: OwnStack, base: Path, say: Say) -> JSON:
     return {"console_skus": page, "cli_skus": cli, "breakdown": parts}
 
 
-async def run_size(size: int, plan: ScalePlan, workdir: Path, say: Say) -> JSON:
+def worker_spread(before: dict[int, float], after: dict[int, float], connections: dict[int, int]) -> list[JSON]:
+    """The service's processes busiest first, each with its CPU seconds in the window and the
+    connections from Restate it held at the end: whether the calls reached every worker."""
+    rows = [
+        {"pid": pid, "cpu_s": round(after[pid] - before.get(pid, 0.0), 3), "connections": connections.get(pid, 0)}
+        for pid in after
+    ]
+    return sorted(rows, key=lambda row: -row["cpu_s"])
+
+
+async def run_size(size: int, plan: ScalePlan, workdir: Path, say: Say, workers: int = 1) -> JSON:
     day = plan.day_of(size)
-    say(f"N={size}: a stack with a {day:g} s day, {size / day:.1f} ticks/s expected")
-    base = workdir / f"n{size}"
+    say(f"N={size}, {workers} service worker(s): a stack with a {day:g} s day, {size / day:.1f} ticks/s expected")
+    base = workdir / f"n{size}-w{workers}"
     base.mkdir(parents=True)
     calendar = base / "calendar.txt"
     calendar.write_text(SEVEN_DAYS)
@@ -365,9 +392,13 @@ async def run_size(size: int, plan: ScalePlan, workdir: Path, say: Say) -> JSON:
         day,
         service_env={"REPLENISHER_CALENDAR_FILE": str(calendar)},
         world_env={"WORLD_CALENDAR_FILE": str(calendar)},
+        service_workers=workers,
     )
     try:
-        return await measure_size(stack, size, day, plan, base, say)
+        return await measure_size(stack, size, day, plan, base, say) | {
+            "service_workers": workers,
+            "restate_env": restate_env_for_workers(workers),
+        }
     finally:
         stack.stop()
 
@@ -396,8 +427,11 @@ async def measure_size(stack: OwnStack, size: int, day: float, plan: ScalePlan, 
         window_s = plan.days * day
         say(f"  measuring {plan.days:g} business days ({window_s:.0f} s)")
         start_wall, cpu_start, start_mono = time.time(), procs.cpu(), time.monotonic()
+        service_start = procs.service_cpu()
         await asyncio.sleep(window_s)
         end_wall, cpu_end, end_mono = time.time(), procs.cpu(), time.monotonic()
+        service_end = procs.service_cpu()
+        spread = worker_spread(service_start, service_end, connections_by_pid(list(service_end), stack.service.port))
         memory = procs.memory()
         disk, held = dir_mb(data), dir_mb(data, apparent=True)
 
@@ -433,6 +467,7 @@ async def measure_size(stack: OwnStack, size: int, day: float, plan: ScalePlan, 
         "cpu_ms_per_tick": per_tick,
         "cpu_ms_per_tick_total": total,
         "cpu_cores_busy": {role: round(v / seconds, 3) for role, v in used.items()},
+        "service_processes": spread,
         "memory_mb": {role: {k: round(v, 1) for k, v in m.items()} for role, m in memory.items()},
         "disk": {
             "allocated_empty_mb": round(disk_empty, 2),
@@ -449,6 +484,7 @@ async def measure_size(stack: OwnStack, size: int, day: float, plan: ScalePlan, 
         f"({per_tick}), engine "
         f"{memory['engine']['pss_mb']:.0f} MB, disk {result['disk']['kb_per_sku']} KB per SKU"
     )
+    say(f"  the service's processes, busiest first (CPU s in the window, connections from Restate): {spread}")
     return result
 
 
@@ -465,7 +501,8 @@ def summary_lines(results: JSON) -> list[str]:
     for r in results["runs"]:
         views = r["lists"]
         lines.append(
-            f"N={r['skus']}: watch {r['watch']['per_s']}/s; {r['ticks']} ticks at {r['ticks_per_s']}/s "
+            f"N={r['skus']}, {r.get('service_workers', 1)} service worker(s): watch {r['watch']['per_s']}/s; "
+            f"{r['ticks']} ticks at {r['ticks_per_s']}/s "
             f"({r['day_seconds']:g} s days), started p99 {r['lateness']['late_p99_s']} s and done p99 "
             f"{r['lateness']['done_p99_s']} s after due ({'on time' if r['on_time'] else 'LATE'}); "
             f"CPU per tick {r['cpu_ms_per_tick_total']} ms "
@@ -493,21 +530,48 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plan", choices=sorted(PLANS), default="full")
     parser.add_argument("--sizes", type=int, nargs="+", metavar="N", help="these sizes instead of the plan's")
     parser.add_argument("--out", type=Path, help="the results' json (default bench/results/scale-<plan>.json)")
+    parser.add_argument(
+        "--service-workers",
+        type=int,
+        nargs="+",
+        metavar="W",
+        help="the service's worker processes, a run of each size per W in turn (e.g. 1 2 1 2: alternated); "
+        "default $REPLENISHER_SERVICE_WORKERS, else 1",
+    )
+    parser.add_argument("--day-seconds", type=float, metavar="S", help="every size's compressed day, not the plan's")
+    parser.add_argument("--days", type=float, metavar="D", help="business days measured, not the plan's")
     args = parser.parse_args(argv)
+    try:
+        rounds = [service_workers({variable("service_workers"): str(w)}) for w in args.service_workers or []]
+        rounds = rounds or [service_workers()]
+    except ValueError as e:
+        parser.error(str(e))
     plan = PLANS[args.plan]
+    if args.service_workers:
+        plan = plan.model_copy(update={"name": f"{plan.name}-w{'-'.join(map(str, args.service_workers))}"})
     if args.sizes:
         if any(n < 1 for n in args.sizes):
             parser.error("--sizes takes sizes of at least 1")
         plan = plan.model_copy(update={"name": f"{plan.name}-n{'-'.join(map(str, args.sizes))}", "sizes": args.sizes})
+    if args.day_seconds is not None or args.days is not None:
+        if (args.day_seconds is not None and args.day_seconds <= 0) or (args.days is not None and args.days <= 0):
+            parser.error("--day-seconds and --days take positive numbers")
+        days = args.days if args.days is not None else plan.days
+        day = {n: args.day_seconds for n in plan.sizes} if args.day_seconds is not None else plan.day_seconds
+        plan = plan.model_copy(update={"days": days, "day_seconds": day})
     out = args.out or RESULTS / f"scale-{plan.name}.json"
     results: JSON = {"meta": meta(plan), "runs": []}
     workdir = Path(tempfile.mkdtemp(prefix="replenisher-scale-"))
     try:
         for size in plan.sizes:
-            results["runs"].append(asyncio.run(run_size(size, plan, workdir, say)))
-            results["meta"]["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(results, indent=1) + "\n")
+            for turn, workers in enumerate(rounds):
+                load_before = os.getloadavg()[0]
+                run = asyncio.run(run_size(size, plan, workdir / f"round{turn}", say, workers))
+                run["load_avg_1m"] = {"at_start": round(load_before, 2), "at_end": round(os.getloadavg()[0], 2)}
+                results["runs"].append(run)
+                results["meta"]["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(json.dumps(results, indent=1) + "\n")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     say(f"results: {out}")

@@ -24,6 +24,7 @@ import pytest_asyncio
 from e2e import crash_table
 from e2e.scenario import Scenario
 from people.matrices import TEAM
+from replenisher.config import service_workers
 from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.inbound.stamp import DOOR_KEY_ENV, write_new_door_key
 from replenisher.keepalive import RetryDroppedKeepAlive
@@ -31,7 +32,13 @@ from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
 from replenisher.stack.ports import free_port, reserve
-from replenisher.stack.processes import AsgiApp, HypercornApp, RestateServer, service_server
+from replenisher.stack.processes import (
+    AsgiApp,
+    HypercornApp,
+    RestateServer,
+    restate_env_for_workers,
+    service_server,
+)
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
 from support import (
     NO_DOOR_LIMITS,
@@ -89,7 +96,7 @@ def restate_runtime(tmp_path_factory: pytest.TempPathFactory, log_dir: Path) -> 
         runtime = make_runtime(
             kind,
             tmp_path_factory.mktemp("restate") / "data",
-            RESTATE_TEST_ENV,
+            {**restate_env_for_workers(service_workers()), **RESTATE_TEST_ENV},
             log_path=log_dir / "restate-server.log",
             config_file=REPO_ROOT / "restate.toml",
         )
@@ -173,6 +180,7 @@ def service(restate_runtime: RestateRuntime, world: HypercornApp, log_dir: Path)
         log_path=log_dir / "replenisher.log",
         bind_host=restate_runtime.service_bind_host,
         server=service_server(),  # REPLENISHER_SERVER=granian runs the suite's service on granian
+        workers=service_workers(),  # REPLENISHER_SERVICE_WORKERS=2 runs it with two worker processes
     )
     registered = RegisteredService(restate_runtime, app)
     try:

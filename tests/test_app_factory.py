@@ -14,7 +14,7 @@ import pytest
 from replenisher import config, wiring
 from replenisher.domain.policy import OfflinePolicy
 from replenisher.durable import app as service_app
-from replenisher.stack.processes import server_argv
+from replenisher.stack.processes import STREAMS_PER_CONNECTION, restate_env_for_workers, server_argv
 
 START = """
 import replenisher.durable.app as service  # importing checks nothing
@@ -70,3 +70,21 @@ def test_the_launchers_run_the_factory_under_either_server() -> None:
     granian = server_argv("granian", app, "127.0.0.1", 9080)
     assert granian[-2:] == ["--factory", "replenisher.durable.app:create_app"]
     assert server_argv("granian", "stack_fixture_app:app", "127.0.0.1", 9080)[-1] == "stack_fixture_app:app"
+
+
+def test_the_launchers_give_either_server_the_service_workers_asked_for() -> None:
+    app = "replenisher.durable.app:create_app()"
+    one = server_argv("hypercorn", app, "127.0.0.1", 9080)
+    assert one[one.index("-w") + 1] == "0", "one worker: in hypercorn's own process, as always"
+    two = server_argv("hypercorn", app, "127.0.0.1", 9080, workers=2)
+    assert two[two.index("-w") + 1] == "2"
+    for workers in (1, 3):
+        granian = server_argv("granian", app, "127.0.0.1", 9080, workers=workers)
+        assert granian[granian.index("--workers") + 1] == str(workers)
+    with pytest.raises(ValueError, match="at least one"):
+        server_argv("granian", app, "127.0.0.1", 9080, workers=0)
+
+
+def test_restate_is_told_to_spread_its_calls_only_when_the_service_has_several_workers() -> None:
+    assert restate_env_for_workers(1) == {}, "one worker: Restate's defaults"
+    assert restate_env_for_workers(2) == {STREAMS_PER_CONNECTION: "1"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from replenisher.config import Settings, load_settings, variable
+from replenisher.config import MAX_SERVICE_WORKERS, Settings, load_settings, service_workers, variable
 from replenisher.domain.credentials import new_token_key
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -51,6 +51,7 @@ def test_every_documented_variable_names_a_field() -> None:
         ("REPLENISHER_CLAUDE_READ_REPLIES", "false", "claude_read_replies", False),
         ("REPLENISHER_CLOCK_CALENDAR_ORIGIN", "2026-01-05T00:00", "clock_calendar_origin", 1_767_571_200.0),
         ("REPLENISHER_DECIDER", "claude", "decider", "claude"),
+        ("REPLENISHER_SERVICE_WORKERS", "2", "service_workers", 2),
     ],
 )
 def test_a_variable_sets_its_field(
@@ -93,6 +94,8 @@ def test_loaded_fields_are_not_variables_of_their_own(clean_env: pytest.MonkeyPa
         ("REPLENISHER_CALENDAR_FILE", "/no/such/calendar", "No such file"),
         ("REPLENISHER_DOOR_KEY_FILE", "/no/such/key", "REPLENISHER_DOOR_KEY_FILE"),
         ("REPLENISHER_PEOPLE_FILE", "/no/such/people.toml", "cannot read the authority matrix"),
+        ("REPLENISHER_SERVICE_WORKERS", "0", "greater than or equal to 1"),
+        ("REPLENISHER_SERVICE_WORKERS", str(MAX_SERVICE_WORKERS + 1), f"less than or equal to {MAX_SERVICE_WORKERS}"),
     ],
 )
 def test_a_bad_value_stops_the_start_naming_the_variable(
@@ -154,3 +157,30 @@ def test_a_people_file_is_loaded_into_the_parts_re_read_on_change_and_a_bad_one_
         f"invalid replenisher settings: REPLENISHER_PEOPLE_FILE: {bad}: "
         "person 'ana': limit: must be a number, got 'lots'"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("0", "greater than or equal to 1"),
+        ("-3", "greater than or equal to 1"),
+        (str(MAX_SERVICE_WORKERS + 1), f"less than or equal to {MAX_SERVICE_WORKERS}"),
+        ("two", "valid integer"),
+        ("1.5", "valid integer"),
+    ],
+)
+def test_the_launchers_read_of_the_service_workers_refuses_what_the_service_would_naming_the_range(
+    value: str, reason: str
+) -> None:
+    """`make up`, the test fixtures and the benches read REPLENISHER_SERVICE_WORKERS before any worker
+    starts (`service_workers`): a bad value is refused there with the variable, the value and the range."""
+    with pytest.raises(ValueError, match="REPLENISHER_SERVICE_WORKERS") as refused:
+        service_workers({"REPLENISHER_SERVICE_WORKERS": value})
+    message = str(refused.value)
+    assert repr(value) in message and reason in message and f"from 1 to {MAX_SERVICE_WORKERS}" in message, message
+
+
+def test_the_service_workers_default_to_one_and_an_empty_variable_counts_as_unset() -> None:
+    assert service_workers({}) == 1
+    assert service_workers({"REPLENISHER_SERVICE_WORKERS": " "}) == 1
+    assert service_workers({"REPLENISHER_SERVICE_WORKERS": "3"}) == 3

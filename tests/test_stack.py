@@ -261,6 +261,29 @@ def test_the_server_setting_picks_hypercorn_or_granian_and_refuses_anything_else
     assert StackConfig().server == DEFAULT_SERVER
 
 
+def test_the_stack_takes_its_service_workers_from_the_setting_or_the_flag_and_refuses_a_bad_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REPLENISHER_SERVICE_WORKERS", "3")
+    assert StackConfig().service_workers == 3, "the stack follows the setting"
+    monkeypatch.delenv("REPLENISHER_SERVICE_WORKERS")
+    assert StackConfig().service_workers == 1
+    state = f"--state-dir={tmp_path / '.stack'}"
+    base = {k: v for k, v in os.environ.items() if k != "REPLENISHER_SERVICE_WORKERS"}
+
+    def stack(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "replenisher.stack", "status", state, *args]
+        return subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT, env={**base, **env}, timeout=60)
+
+    flag = stack("--service-workers", "0")
+    assert flag.returncode == 2 and "REPLENISHER_SERVICE_WORKERS='0': Input should be greater than or equal to 1" in (
+        flag.stderr
+    ), flag.stderr
+    variable = stack(REPLENISHER_SERVICE_WORKERS="many")
+    assert variable.returncode == 2 and "error: REPLENISHER_SERVICE_WORKERS='many'" in variable.stderr, variable.stderr
+    assert stack("--service-workers", "2").returncode == 1, "a good value: status of a stack that is down"
+
+
 def test_granian_serves_restate_over_http2_and_the_probe_over_http1_and_stops_as_a_group(
     restate: RestateServer, tmp_path: Path
 ) -> None:

@@ -14,8 +14,10 @@ Without one, the origin is when the settings were read (`started_at`).
 
 from __future__ import annotations
 
+import os
 import re
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -36,13 +38,24 @@ from replenisher.inbound.stamp import DoorKeyError, load_door_key
 # A 32-byte Ed25519 public key in base58, as restate-server logs it when it loads its private key.
 _PUBLIC_KEY = re.compile(r"publickeyv1_[1-9A-HJ-NP-Za-km-z]{32,44}")
 PREFIX = "REPLENISHER_"
+MAX_SERVICE_WORKERS = 64
+"""The most service worker processes one host is given: far above any core count it would pay on."""
 LOADED = frozenset({"calendar", "door_key", "people", "personal_token_key", "started_at"})
 """Fields no variable sets: loaded from the file a variable names, or taken when the settings are read."""
 
 
-class Settings(BaseSettings):
+class ServiceProcesses(BaseSettings):
+    """How the service is run on its host: what the ASGI server's launcher (`make up`, `replenisher.stack`,
+    the test fixtures, the benches) reads, before any worker starts (`service_workers`)."""
+
     model_config = SettingsConfigDict(env_prefix=PREFIX, env_ignore_empty=True, populate_by_name=True, extra="ignore")
 
+    # Worker processes of the ASGI server, each with its own event loop and its own parts (the app
+    # factory bootstraps in each); more than one only where the service's one core is the limit.
+    service_workers: int = Field(default=1, ge=1, le=MAX_SERVICE_WORKERS)
+
+
+class Settings(ServiceProcesses):
     world_url: str = DEFAULT_WORLD_URL
     ingress_url: str | None = Field(
         default=None, description="Restate's ingress, for the note that the service answered after failed attempts"
@@ -194,6 +207,20 @@ def variable(field: str) -> str:
     if info is not None and isinstance(info.validation_alias, str):
         return info.validation_alias
     return field if field.isupper() else PREFIX + field.upper()
+
+
+def service_workers(env: Mapping[str, str] | None = None) -> int:
+    """`REPLENISHER_SERVICE_WORKERS` of `env` (the process's environment by default), validated as the
+    service validates it; a bad value is a `ValueError` naming the variable, the value and the range."""
+    name = variable("service_workers")
+    raw = (os.environ if env is None else env).get(name, "").strip()
+    if not raw:
+        return ServiceProcesses.model_fields["service_workers"].get_default()
+    try:
+        return ServiceProcesses(service_workers=raw).service_workers  # type: ignore[arg-type]
+    except ValidationError as e:
+        reason = e.errors()[0]["msg"]
+        raise ValueError(f"{name}={raw!r}: {reason} (from 1 to {MAX_SERVICE_WORKERS} worker processes)") from e
 
 
 def load_settings(**given: Any) -> Settings:

@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from replenisher.config import service_workers, variable
 from replenisher.domain.calendar import utc_instant
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import ONE_DAY_SECONDS, PROCESS_ALIASES, Stack, StackConfig, StackError
@@ -65,12 +66,25 @@ def _parser() -> argparse.ArgumentParser:
         help=f"the service's ASGI server (default: ${SERVER_SETTING}, else {DEFAULT_SERVER})",
     )
     parser.add_argument(
+        "--service-workers",
+        type=_workers,
+        default=None,
+        help="the service's worker processes (default: $REPLENISHER_SERVICE_WORKERS, else 1)",
+    )
+    parser.add_argument(
         "--config",
         type=Path,
         default=DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None,
         help="restate-server config file (default: ./restate.toml if present)",
     )
     return parser
+
+
+def _workers(text: str) -> int:
+    try:
+        return service_workers({variable("service_workers"): text})
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
 
 
 def _config(args: argparse.Namespace) -> StackConfig:
@@ -89,6 +103,7 @@ def _config(args: argparse.Namespace) -> StackConfig:
         service_app=args.service_app,
         world_app=args.world_app,
         **({"server": args.server} if args.server else {}),
+        **({"service_workers": args.service_workers} if args.service_workers is not None else {}),
     )
 
 
@@ -114,7 +129,11 @@ def first_call(cfg: StackConfig) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    try:
+        parser = _parser()
+    except ValueError as exc:  # the defaults' environment: a bad REPLENISHER_SERVICE_WORKERS or REPLENISHER_SERVER
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if (args.command == "restart") != (args.process is not None):
         aliases = ", ".join(f"{a} = {n}" for a, n in PROCESS_ALIASES.items())

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from replenisher.config import MAX_SERVICE_WORKERS, service_workers
 from replenisher.inbound.signing import new_secrets, write_secrets
 from replenisher.inbound.stamp import write_new_door_key
 from replenisher.stack.admin import register_deployment
@@ -31,6 +32,7 @@ from replenisher.stack.processes import (
     group_runs,
     leftovers,
     pid_runs,
+    restate_env_for_workers,
     service_server,
     terminate_pid,
 )
@@ -98,6 +100,8 @@ class StackConfig(BaseModel):
     # The service's ASGI server, by default from REPLENISHER_SERVER (the world and the inbound
     # endpoint stay on hypercorn). Recorded, so a restart runs the same one.
     server: Server = Field(default_factory=service_server)
+    # Its worker processes, by default from REPLENISHER_SERVICE_WORKERS (1). Recorded, like the server.
+    service_workers: int = Field(default_factory=service_workers, ge=1, le=MAX_SERVICE_WORKERS)
     config_file: Path | None = None
     # Passed through to the respective process on top of the inherited environment.
     service_env: dict[str, str] = Field(default_factory=dict)
@@ -248,7 +252,8 @@ class Stack:
         restate = RestateServer(
             cfg.restate,
             cfg.data_dir,
-            cfg.restate_env,
+            # Its calls spread over the service's workers when there are several; given settings win.
+            {**restate_env_for_workers(cfg.service_workers), **cfg.restate_env},
             log_path=cfg.log_dir / "restate-server.log",
             config_file=cfg.config_file,
         )
@@ -292,6 +297,7 @@ class Stack:
             name=SERVICE_NAME,
             log_path=cfg.log_dir / f"{SERVICE_NAME}.log",
             server=cfg.server,
+            workers=cfg.service_workers,
         )
         return [
             (restate, cfg.admin_url),

@@ -386,6 +386,22 @@ SERVER_SETTING = "REPLENISHER_SERVER"
 DEFAULT_SERVER: Server = "granian"
 
 
+STREAMS_PER_CONNECTION = "RESTATE_WORKER__INVOKER__HTTP2_STREAMS_PER_CONNECTION_LIMIT"
+"""restate-server's cap on the HTTP/2 streams it multiplexes over one connection to a deployment
+(`[worker.invoker] http2-streams-per-connection-limit`, 128 by default, since 1.7.0)."""
+
+
+def restate_env_for_workers(service_workers: int) -> dict[str, str]:
+    """What restate-server needs so its calls reach all of the service's `service_workers` worker
+    processes. It talks HTTP/2 to the service and, by default, multiplexes every call over one
+    connection until 70% of 128 streams are busy; a connection belongs to the one worker that
+    accepted it, so one worker took every call while the others idled (measured: docs/benchmarks.md).
+    With one stream a connection, each call in flight has a connection of its own, opened when the
+    others are busy and spread over the workers by the kernel as they accept. One worker: Restate's
+    defaults, nothing to spread."""
+    return {STREAMS_PER_CONNECTION: "1"} if service_workers > 1 else {}
+
+
 def service_server(env: Mapping[str, str] | None = None) -> Server:
     """The server the replenisher service runs under: `REPLENISHER_SERVER`, else the default."""
     value = (os.environ if env is None else env).get(SERVER_SETTING, "").strip().lower() or DEFAULT_SERVER
@@ -395,10 +411,24 @@ def service_server(env: Mapping[str, str] | None = None) -> Server:
     raise ValueError(f"{SERVER_SETTING}={value!r}: choose one of {', '.join(SERVERS)}")
 
 
-def server_argv(server: Server, app: str, host: str, port: int, tls: TlsFiles | None = None) -> list[str]:
+GRANIAN_BACKLOG = 1024
+"""granian's listen backlog (its default), and the requests each of its workers takes at once."""
+
+
+def server_argv(
+    server: Server, app: str, host: str, port: int, tls: TlsFiles | None = None, workers: int = 1
+) -> list[str]:
+    """The command that serves `app` on `host:port` under `server` with `workers` worker processes.
+    Each worker imports the app (a factory: calls it), so each bootstraps its own parts; the workers
+    accept connections on one listening socket, which the kernel hands to whichever is waiting."""
+    if workers < 1:
+        raise ValueError(f"{workers} service workers: at least one")
     if server == "hypercorn":
         served = ["--certfile", str(tls.cert), "--keyfile", str(tls.key)] if tls else []
-        return [sys.executable, "-m", "hypercorn", app, "--bind", f"{host}:{port}", "-w", "0", *served]
+        # `-w 0`: the app in hypercorn's own process (no supervisor), as one worker always ran;
+        # more: that many spawned worker processes under it, in its process group.
+        processes = "0" if workers == 1 else str(workers)
+        return [sys.executable, "-m", "hypercorn", app, "--bind", f"{host}:{port}", "-w", processes, *served]
     if tls is not None:
         raise ValueError("TLS is served by hypercorn here: run the app under hypercorn, or behind a TLS proxy")
     if server == "granian":
@@ -406,8 +436,8 @@ def server_argv(server: Server, app: str, host: str, port: int, tls: TlsFiles | 
         target = ["--factory", app.removesuffix("()")] if app.endswith("()") else [app]
         # `--http auto` speaks HTTP/2 to Restate and HTTP/1.1 to the health probe on one port;
         # `asginl`: ASGI without the lifespan protocol, which the Restate app does not speak.
-        # One worker: granian still runs it as a child of its supervisor, in the same process
-        # group, which is how `stop` and `kill` reach both. uvloop and a single-threaded Rust
+        # Its workers (one by default) are children of its supervisor, in the same process
+        # group, which is how `stop` and `kill` reach them all. uvloop and a single-threaded Rust
         # runtime: with asyncio's loop, every request granian's threads hand over woke the loop
         # through its self-pipe, 37% of the service's CPU for a wake of a suspended run; measured,
         # a sixth less service CPU per replenishment and a quarter less per wake.
@@ -424,7 +454,15 @@ def server_argv(server: Server, app: str, host: str, port: int, tls: TlsFiles | 
             "--http",
             "auto",
             "--workers",
-            "1",
+            str(workers),
+            # Requests each worker takes at once: granian's default divides its backlog (1024) among
+            # the workers, 512 each with two, under the 1,000 calls Restate keeps in flight
+            # (`concurrent-invocations-limit`), each on a connection of its own with several workers
+            # (`restate_env_for_workers`). Measured under a backlog of ticks: each of two workers held
+            # exactly 512 of Restate's connections while Restate logged refused and reset ones. The
+            # whole backlog each, as one worker always had.
+            "--backpressure",
+            str(GRANIAN_BACKLOG),
             "--loop",
             "uvloop",
             "--runtime-mode",
@@ -444,8 +482,8 @@ class TlsFiles:
 
 
 class AsgiApp(ManagedProcess):
-    """An ASGI app (`module:attr`, or a factory: `module:create_app()`) in one process under hypercorn
-    (`-w 0`), or granian with one worker.
+    """An ASGI app (`module:attr`, or a factory: `module:create_app()`) under hypercorn (one worker: in
+    its own process, `-w 0`) or granian, with `workers` worker processes (`server_argv`).
 
     Both are stopped with SIGINT sent to the whole process group (their Ctrl-C path), so granian's
     worker goes with its supervisor.
@@ -464,14 +502,16 @@ class AsgiApp(ManagedProcess):
         ready: Callable[[AsgiApp], bool] | None = None,
         server: Server = "hypercorn",
         tls: TlsFiles | None = None,
+        workers: int = 1,
     ) -> None:
         self.app = app
+        self.workers = workers
         self.port = port
         self.health_path = health_path
         self.server = server
         self.tls = tls
         self._ready = ready
-        argv = server_argv(server, app, bind_host, port, tls)
+        argv = server_argv(server, app, bind_host, port, tls, workers)
         label = name or app.split(":", 1)[0]
         super().__init__(
             label,
