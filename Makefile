@@ -26,7 +26,7 @@
 #                     `replay: runs=N turns=T agree=A diverged=D outside_calls=0`
 #   make bench        benchmarks beside Temporal, DBOS and an asyncio floor (not part of `make test`)
 #   make bench-quick  the same at smaller sizes (about ten minutes on a quiet machine); both write bench/results/ and end with
-#                     `bench: cpu_per_replenishment_ms=X vs_temporal=Ax ... throughput_per_s=Z floor_per_s=F`
+#                     `bench: cpu_per_replenishment_ms=X vs_floor=Fx vs_temporal=Ax ... engine_kb_per_waiting_run=K`
 #   make bench-partitions restate-server with 1 and with 2 partitions, back to back (minutes); ends with
 #                     `partitions: p1_cpu_ms=A p2_cpu_ms=B cpu_ratio=Rx ...`
 #   make bench-loglet  restate-server with the replicated and with the local loglet, back to back (minutes);

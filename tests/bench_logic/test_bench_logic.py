@@ -92,11 +92,22 @@ def wake(cpu: dict[str, float]) -> dict[str, Any]:
     return {"cold": {"30": {"cpu_ms_per_op": cpu, "latency": {"p50_ms": 1.0, "p99_ms": 2.0}}}}
 
 
+def idle(waiting: int, engine_mb: float, service_mb: float) -> dict[str, Any]:
+    return {
+        "waiting": waiting,
+        "memory_mb": {"engine": {"rss_mb": engine_mb, "pss_mb": engine_mb}, "service": {"pss_mb": service_mb}},
+    }
+
+
 def synthetic() -> dict[str, Any]:
     return {
         "systems": {
             "restate": {"throughput": [level(10, 20.0, {"service": 30.0, "engine": 10.0}), level(50, 25.5, {})]},
-            "restate-suspending": {"wake": wake({"service": 4.0, "engine": 6.0})},
+            "restate-suspending": {
+                "wake": wake({"service": 4.0, "engine": 6.0}),
+                # 1,000 more waiting runs, 12 MB more engine memory: 12.3 KB a run; the service's is not counted
+                "idle": [idle(100, engine_mb=100.0, service_mb=90.0), idle(1100, engine_mb=112.0, service_mb=95.0)],
+            },
             "temporal": {
                 "throughput": [level(10, 3.0, {"service": 200.0, "engine": 100.0})],
                 "wake": wake({"service": 70.0, "engine": 50.0, "load generator": 999.0}),
@@ -109,19 +120,24 @@ def synthetic() -> dict[str, Any]:
 
 def test_the_closing_line_has_every_figure_in_its_fixed_form() -> None:
     line = summary_line(synthetic())
+    # ours 40 ms against the floor's 10 (4.0x); Temporal 300 (7.5x), DBOS 160 (4.0x); throughput
+    # 25.5/s against the floor's 80 (0.32x); the engine 12 MB for 1,000 more waiting runs
     assert line == (
-        "bench: cpu_per_replenishment_ms=40.0 vs_temporal=7.5x vs_dbos_pg=4.0x "
-        "wake_cold_cpu_ms=10.0 wake_vs_temporal=12.0x throughput_per_s=25.5 floor_per_s=80.0"
+        "bench: cpu_per_replenishment_ms=40.0 vs_floor=4.0x vs_temporal=7.5x vs_dbos_pg=4.0x "
+        "wake_cold_cpu_ms=10.0 wake_vs_temporal=12.0x throughput_per_s=25.5 vs_floor_throughput=0.32x "
+        "engine_kb_per_waiting_run=12.3"
     )
 
 
 def test_the_closing_line_says_n_a_for_a_system_not_measured() -> None:
     results = synthetic()
     del results["systems"]["temporal"]
+    del results["systems"]["asyncio"]
+    del results["systems"]["restate-suspending"]["idle"]
     line = summary_line(results)
     assert re.fullmatch(
-        r"bench: cpu_per_replenishment_ms=40\.0 vs_temporal=n/a vs_dbos_pg=4\.0x wake_cold_cpu_ms=10\.0 "
-        r"wake_vs_temporal=n/a throughput_per_s=25\.5 floor_per_s=80\.0",
+        r"bench: cpu_per_replenishment_ms=40\.0 vs_floor=n/a vs_temporal=n/a vs_dbos_pg=4\.0x wake_cold_cpu_ms=10\.0 "
+        r"wake_vs_temporal=n/a throughput_per_s=25\.5 vs_floor_throughput=n/a engine_kb_per_waiting_run=n/a",
         line,
     ), line
 
