@@ -149,6 +149,26 @@ async def run_attempt(admin: Admin, target: str) -> JSON:
     return rows[0]
 
 
+async def an_outage_of_the_running_run(
+    scenario: Scenario, service: RegisteredService, admin: Admin, run_id: str
+) -> tuple[float, float]:
+    """The service killed while the run is in flight (waiting for the manager), kept down until
+    Restate refused an attempt of the run, then started again: when the first refusal was, and
+    when the restart began."""
+    target = f"Replenish/{run_id}/run"
+    killed_at = time.time()
+    service.kill()
+    run = await run_attempt(admin, target)
+    if run["status"] == "suspended":  # Restate suspended it first: it tries it now, as `resume` does
+        await resume(admin, str(run["id"]))
+    await eventually(lambda: refused_attempts(admin, target), timeout=30, what="a refused attempt of the run")
+    first_refusal = await first_failure(admin, [scenario.sku, run_id], since=killed_at)
+    assert first_refusal is not None
+    restarted_at = time.time()
+    service.restart()
+    return first_refusal, restarted_at
+
+
 async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followed(
     cli: Cli, scenario: Scenario, service: RegisteredService, admin: Admin
 ) -> None:
@@ -166,16 +186,7 @@ async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followe
     try:
         request = await scenario.pending_approval()
         await waiting_for_approval(scenario, run_id)
-        killed_at = time.time()
-        service.kill()
-        run = await run_attempt(admin, target)
-        if run["status"] == "suspended":  # Restate suspended it first: it tries it now, as `resume` does
-            await resume(admin, str(run["id"]))
-        await eventually(lambda: refused_attempts(admin, target), timeout=30, what="a refused attempt of the run")
-        first_refusal = await first_failure(admin, [scenario.sku, run_id], since=killed_at)
-        assert first_refusal is not None
-        restarted_at = time.time()
-        service.restart()
+        first_refusal, restarted_at = await an_outage_of_the_running_run(scenario, service, admin, run_id)
 
         # In always-replay mode the resumed attempt suspends as soon as it has replayed to its wait
         # (an inactivity timeout of 0 s): seen running a moment before, it is not the attempt the
@@ -235,16 +246,7 @@ async def test_a_band_ends_when_the_run_resumed_also_read_after_the_run_finished
     target = f"Replenish/{run_id}/run"
     request = await scenario.pending_approval()
     await waiting_for_approval(scenario, run_id)
-    killed_at = time.time()
-    service.kill()
-    run = await run_attempt(admin, target)
-    if run["status"] == "suspended":  # Restate suspended it first: it tries it now, as `resume` does
-        await resume(admin, str(run["id"]))
-    await eventually(lambda: refused_attempts(admin, target), timeout=30, what="a refused attempt of the run")
-    first_refusal = await first_failure(admin, [scenario.sku, run_id], since=killed_at)
-    assert first_refusal is not None
-    restarted_at = time.time()
-    service.restart()
+    first_refusal, restarted_at = await an_outage_of_the_running_run(scenario, service, admin, run_id)
 
     async def resumed() -> float | None:
         """When Restate's live record shows the run's attempt after the restart (its start, or
