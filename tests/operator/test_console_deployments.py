@@ -15,6 +15,7 @@ from deployment_stack import DeploymentStack, deployment_stack
 
 from people import accounts
 from people.accounts import SESSION_SECRET
+from replenisher.durable.app import SERVICES
 from replenisher.identity.passwords import hash_password
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
@@ -100,7 +101,8 @@ async def test_operators_see_each_deployment_with_its_code_runs_in_flight_and_wh
             assert " v1 " in old and "none" in old
             assert " v2 " in busy and "Replenish 1" in busy and "approval 1" in busy
             assert "no: not drained: " in busy and "in flight on it" in busy
-            assert " v3 " in newest and "newest for AuditLog, Replenish, RunArchive, SkuAgent" in newest
+            every_service = ", ".join(sorted(service.name for service in SERVICES))
+            assert " v3 " in newest and f"newest for {every_service}" in newest, (every_service, newest)
             assert "no: drained, but the newest for" in newest
             bad = await olga.get("/deployments", params={"all": "1"})
             assert bad.status_code == 400 and "unknown parameter 'all'" in html.unescape(bad.text)
