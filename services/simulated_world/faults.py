@@ -100,6 +100,10 @@ class SupplierFaults(BaseModel):
     delivery_days: float | None = Field(default=None, ge=0, le=100_000)
     """While set, every reply (confirmation or answer to a chase) states delivery in this many days
     instead of the real plan; the shipments keep their real schedule."""
+    hold_shipments: bool = False
+    """While set, shipments falling due stay in the supplier's yard (nothing booked, no goods
+    message); set back to false, the held ones go out at once. Lets a test keep a run waiting for
+    its goods for as long as it needs, rather than racing the compressed clock."""
     refuse_quotes: str | None = Field(default=None, max_length=20_000)
     """While set, quote requests are refused (HTTP 422) with this text as the reason: how a
     supplier's words reach the agent before any order. Cleared with `{"refuse_quotes": null}`."""

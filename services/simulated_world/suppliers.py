@@ -62,7 +62,8 @@ class Shipment(BaseModel):
     number: int
     quantity: int
     due_at: float
-    status: Literal["scheduled", "delivered", "cancelled"] = "scheduled"
+    # held: due, but its supplier holds shipments (the `hold_shipments` fault); it goes out when released
+    status: Literal["scheduled", "held", "delivered", "cancelled"] = "scheduled"
     receipt_id: str | None = None
 
 
@@ -110,7 +111,7 @@ class SupplierOrder(BaseModel):
         self.cancelled_at = now
         self.cancel_reason = reason
         for shipment in self.shipments:
-            if shipment.status == "scheduled":
+            if shipment.status in ("scheduled", "held"):
                 shipment.status = "cancelled"
         for reply in self.replies:
             if reply.status == "scheduled":
@@ -226,7 +227,7 @@ def reply_text(
     supplier may promise anything, the shipments still follow the plan.
     """
     po = order.order
-    pending = [s for s in order.shipments if s.status == "scheduled"]
+    pending = [s for s in order.shipments if s.status in ("scheduled", "held")]
     if order.cancelled:
         status = "This order was cancelled at your request; nothing further will ship."
     elif pending:

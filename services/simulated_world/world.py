@@ -77,6 +77,7 @@ class SimulatedWorld:
         self.erp = Erp(clock.day_seconds)
         self.suppliers: dict[str, Supplier] = {}
         self.faults = FaultBook()
+        self.held: list[tuple[SupplierOrder, Shipment]] = []  # fell due while their supplier held shipments
         self.manager = ManagerInbox()
 
     @classmethod
@@ -226,6 +227,10 @@ class SimulatedWorld:
     def _ship(self, order: SupplierOrder, shipment: Shipment) -> None:
         if shipment.status != "scheduled":
             return
+        if self.faults.of(order.supplier).hold_shipments:
+            shipment.status = "held"
+            self.held.append((order, shipment))
+            return
         now = self.clock.now()
         receipt_id = f"{order.ack.order_id}-GR{shipment.number}"
         shipment.status = "delivered"
@@ -294,11 +299,26 @@ class SimulatedWorld:
 
     def set_faults(self, supplier_id: str, update: SupplierFaults) -> SupplierFaults:
         self.supplier(supplier_id)
-        return self.faults.merge(supplier_id, update)
+        merged = self.faults.merge(supplier_id, update)
+        self._release_held(supplier_id)
+        return merged
 
     def clear_faults(self, supplier_id: str) -> SupplierFaults:
         self.supplier(supplier_id)
-        return self.faults.clear(supplier_id)
+        cleared = self.faults.clear(supplier_id)
+        self._release_held(supplier_id)
+        return cleared
+
+    def _release_held(self, supplier_id: str) -> None:
+        """Ship what fell due while this supplier held its shipments, once it no longer does."""
+        if self.faults.of(supplier_id).hold_shipments:
+            return
+        going = [(order, shipment) for order, shipment in self.held if order.supplier == supplier_id]
+        self.held = [(order, shipment) for order, shipment in self.held if order.supplier != supplier_id]
+        for order, shipment in going:
+            if shipment.status == "held":  # not cancelled meanwhile
+                shipment.status = "scheduled"
+                self._ship(order, shipment)
 
     def faults_of(self, supplier_id: str) -> SupplierFaults:
         self.supplier(supplier_id)

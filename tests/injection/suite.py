@@ -236,6 +236,7 @@ async def drive(ctx: Context, target: Target, attack: RealAttack) -> bool:
             target.request = target.request or ((await target.approval_entries()) or [{}])[-1].get("request")
             await attack.inject(target)  # type: ignore[misc]
             injected = True
+            await target.fault(target.supplier, {"hold_shipments": False})  # held since the set-up
         await asyncio.sleep(POLL)
     return False
 
@@ -303,6 +304,11 @@ async def run_attack(ctx: Context, attack: RealAttack) -> Outcome:
             await target.fault(target.supplier, crafted(attack.faults, target))
         if attack.rival_faults:
             await target.fault(target.rival, crafted(attack.rival_faults, target))
+        if attack.phase == "ordered":
+            # The goods wait until the attack is sent (drive releases them): the window between the
+            # order and the goods is the harness's to keep open, not a race with the compressed clock.
+            # A loaded run missed it (the run had its goods before the next poll saw the order).
+            await target.fault(target.supplier, {"hold_shipments": True})
         before: dict[str, Any] | None = None
         if attack.phase != "start":
             ok(await ctx.ingress.post(f"/SkuAgent/{target.sku}/configure", json={}))

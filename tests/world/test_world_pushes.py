@@ -154,6 +154,32 @@ async def test_delivery_days_is_what_replies_state_while_shipments_keep_the_plan
     assert goods.event == "goods"
 
 
+async def test_held_shipments_wait_past_their_day_and_go_out_when_released(
+    world_admin: WorldAdmin, adapters: HttpWorld, fake_ingress: FakeIngress, names: Names
+) -> None:
+    await arrange(world_admin, names, lead_days=0.5, reply_days=0.1)
+    await world_admin.faults(names.supplier, hold_shipments=True)
+    await adapters.suppliers.place_order(order_for(names))
+
+    async def held() -> bool:
+        (order,) = await world_admin.orders(supplier=names.supplier)
+        return order["shipments"][0]["status"] == "held"
+
+    await eventually(held, what="the shipment to fall due and be held")
+    (reply,) = await deliveries(fake_ingress, names.sku, 1, "the confirmation, which is not held")
+    assert reply.event == "supplier-reply"
+    assert await world_admin.receipts(names.sku) == [], "nothing is booked while held"
+    assert [d.event for d in fake_ingress.delivered(names.sku)] == ["supplier-reply"]
+
+    released = await world_admin.faults(names.supplier, hold_shipments=False)
+    assert released["hold_shipments"] is False
+    _, goods = await deliveries(fake_ingress, names.sku, 2, "the held shipment, once released")
+    assert goods.event == "goods" and goods.idempotency_key == f"world-goods-{names.po()}-1"
+    (order,) = await world_admin.orders(supplier=names.supplier)
+    assert order["shipments"][0]["status"] == "delivered"
+    assert len(await world_admin.receipts(names.sku)) == 1
+
+
 # --- approvals -----------------------------------------------------------------------
 
 
