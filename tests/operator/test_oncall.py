@@ -169,6 +169,20 @@ async def an_outage_of_the_running_run(
     return first_refusal, restarted_at
 
 
+async def the_one_band(cli: Cli, admin: Admin, sku: str, first_refusal: float, restarted_at: float) -> JSON:
+    """The SKU's timeline holds one outage band: from the first refused attempt, ended by the service
+    answering again, not before the restart (else what Restate recorded in between is shown)."""
+    result = await cli("timeline", sku, "--json")
+    assert result.code == 0, result
+    [band] = json.loads(result.out)["bands"]
+    assert band["start"] == pytest.approx(first_refusal, abs=1e-3), "it starts at the first refused attempt"
+    assert band["ended_by"] == "the service answered again", band
+    if not restarted_at <= band["end"]:
+        signs = await signs_between(admin, band["start"], restarted_at)
+        pytest.fail(f"the band ended before the restart at {restarted_at}: {band}; Restate's records: {signs}")
+    return band
+
+
 async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followed(
     cli: Cli, scenario: Scenario, service: RegisteredService, admin: Admin
 ) -> None:
@@ -213,14 +227,7 @@ async def test_a_band_ends_when_the_run_resumed_not_at_the_approval_that_followe
         else:  # the service suspended the resumed run: at once in always-replay mode, or it waited out its inactivity
             resumed_at = epoch(run["modified_at"])
             decided_at = None
-        result = await cli("timeline", scenario.sku, "--json")
-        assert result.code == 0, result
-        [band] = json.loads(result.out)["bands"]
-        assert band["start"] == pytest.approx(first_refusal, abs=1e-3), "it starts at the first refused attempt"
-        assert band["ended_by"] == "the service answered again", band
-        if not restarted_at <= band["end"]:
-            signs = await signs_between(admin, band["start"], restarted_at)
-            pytest.fail(f"the band ended before the restart at {restarted_at}: {band}; Restate's records: {signs}")
+        band = await the_one_band(cli, admin, scenario.sku, first_refusal, restarted_at)
         # At the latest when the run's own attempt was seen (an answer to another SKU's call, the
         # service back, may come first: CI saw one 1.1 s before the run suspended, under load).
         assert band["end"] <= resumed_at + 1e-3, (band, restarted_at, resumed_at)
@@ -269,14 +276,7 @@ async def test_a_band_ends_when_the_run_resumed_also_read_after_the_run_finished
         gone,
     )
 
-    result = await cli("timeline", scenario.sku, "--json")
-    assert result.code == 0, result
-    [band] = json.loads(result.out)["bands"]
-    assert band["start"] == pytest.approx(first_refusal, abs=1e-3), "it starts at the first refused attempt"
-    assert band["ended_by"] == "the service answered again", band
-    if not restarted_at <= band["end"]:
-        signs = await signs_between(admin, band["start"], restarted_at)
-        pytest.fail(f"the band ended before the restart at {restarted_at}: {band}; Restate's records: {signs}")
+    band = await the_one_band(cli, admin, scenario.sku, first_refusal, restarted_at)
     # The control: without the service's note the band runs on to the approval's first command.
     assert band["end"] < decided_at, ("it ends before the approval that followed", band, decided_at)
     assert band["end"] <= latest_end, ("it ends when the run resumed", band, restarted_at, resumed_at)
