@@ -31,7 +31,7 @@ from replenisher.keepalive import RetryDroppedKeepAlive
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import free_port, reserve
+from replenisher.stack.ports import FREE_PORTS_VARIABLE, free_port, reserve, worker_ranges
 from replenisher.stack.processes import (
     AsgiApp,
     HypercornApp,
@@ -59,6 +59,16 @@ _HTTP_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 # Log tails of these are attached to the report of any failing test that used them.
 _session_logs: dict[str, HypercornApp | RestateServer] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest-xdist worker picks ports from its own slice (REPLENISHER_FREE_PORTS), it and every
+    process it starts. A port one worker handed its service stays free while a test has the service
+    down; another worker picking it then kept the service from starting again (CI, on-call test)."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if worker and count > 1:
+        low, high = worker_ranges(count, os.environ)[int(worker.removeprefix("gw"))]
+        os.environ[FREE_PORTS_VARIABLE] = f"{low}-{high}"
 
 
 @pytest.fixture(scope="session", autouse=True)

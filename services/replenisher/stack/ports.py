@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 from collections.abc import Mapping
@@ -46,20 +47,51 @@ def reserve(*ports: int) -> None:
     _handed_out.update(ports)
 
 
+FREE_PORTS_VARIABLE = "REPLENISHER_FREE_PORTS"
+
+
+def free_port_range(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """Where `free_port` picks, `[low, high)`: `REPLENISHER_FREE_PORTS=low-high` when set, else from
+    10,000 (1,024 beside a small ephemeral range) up to the kernel's ephemeral range.
+
+    Processes that share a machine and each pick ports (the test suite's workers) give each its own
+    range: a port one of them handed a server stays free while that server is down (a crash test,
+    a restart), and another process picking the same port would keep the server from starting."""
+    value = (os.environ if environ is None else environ).get(FREE_PORTS_VARIABLE)
+    if value:
+        low_text, _, high_text = value.partition("-")
+        try:
+            low, high = int(low_text), int(high_text)
+        except ValueError:
+            low = high = 0
+        if not 1024 <= low < high <= 65536:
+            raise ValueError(f"{FREE_PORTS_VARIABLE}={value!r}: expected LOW-HIGH with 1024 <= LOW < HIGH <= 65536")
+        return low, high
+    low, _ = ephemeral_range()
+    return (10_000 if low > 12_000 else 1024), low
+
+
 def free_port(host: str = LOOPBACK) -> int:
     """A port that is free now, not yet given to anyone else by this process, and below the
     kernel's ephemeral range. A server's port from that range can be taken while the server is
     down (a crash test, a restart) by any outgoing connection the kernel numbers with it, even
     one to that very port, which TCP lets connect to itself; then the server cannot start again.
+    Within `free_port_range()`.
     """
-    low, _ = ephemeral_range()
-    floor = 10_000 if low > 12_000 else 1024
+    floor, top = free_port_range()
     for _ in range(500):
-        port = random.randrange(floor, low) if low > floor else _kernel_port(host)
+        port = random.randrange(floor, top) if top > floor else _kernel_port(host)
         if port not in _handed_out and port_is_free(port, host):
             _handed_out.add(port)
             return port
-    raise RuntimeError(f"could not find a free TCP port below {low} after 500 attempts")
+    raise RuntimeError(f"could not find a free TCP port in [{floor}, {top}) after 500 attempts")
+
+
+def worker_ranges(count: int, environ: Mapping[str, str]) -> list[tuple[int, int]]:
+    """`count` disjoint, equal slices of the range `free_port` picks from under `environ`: one per process."""
+    floor, top = free_port_range(environ)
+    size = (top - floor) // count
+    return [(floor + i * size, floor + (i + 1) * size) for i in range(count)]
 
 
 def _kernel_port(host: str) -> int:
