@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
@@ -27,6 +29,11 @@ def verify_password(password_hash: str, password: str) -> bool:
         return False
 
 
-# A hash of nothing anyone can type, checked when the person is unknown or has no password, so a
-# wrong id costs the same time as a wrong password and the answer tells nothing about who exists.
-DECOY_HASH = _HASHER.hash("\x00 not a password anyone can type \x00")
+@cache
+def decoy_hash() -> str:
+    """A hash of nothing anyone can type, checked when the person is unknown or has no password, so a
+    wrong id costs the same time as a wrong password and the answer tells nothing about who exists.
+    Made on first use, not at import: an argon2id hash is about 0.4 s of CPU, which every CLI command
+    paid while this was a module constant. A console that signs people in makes it when it starts
+    (`SignIn.__init__`), so its first refusal costs what every later one does."""
+    return _HASHER.hash("\x00 not a password anyone can type \x00")

@@ -33,7 +33,7 @@ from starlette.routing import Route
 
 from replenisher.asgi_body import BodyTooLarge, read_body
 from replenisher.domain.authority import Action, AuthorityMatrix, Person
-from replenisher.identity.passwords import DECOY_HASH, verify_password
+from replenisher.identity.passwords import decoy_hash, verify_password
 from replenisher.identity.settings import SignInSettings
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,7 @@ class SignIn:
         self._render = render
         self._audit = audit or _no_audit
         self._now = now
+        decoy_hash()  # made now, so the first unknown person costs what every later one does
         self._oauth: OAuth | None = None
         if settings.oidc is not None:
             self._oauth = OAuth()
@@ -152,7 +153,7 @@ class SignIn:
         person = matrix.find(typed) or next((p for p in matrix.people if p.email.lower() == typed), None)
         stored = person.password_hash if person is not None else None
         # The same work whether or not the person exists, so the answer tells nothing about who does.
-        right = verify_password(stored or DECOY_HASH, password) and stored is not None
+        right = verify_password(stored or decoy_hash(), password) and stored is not None
         if person is None or not right:
             await self._audit("sign_in_failed", typed[:100], request, "wrong person or password")
             return self._page(request, target, "That person and password do not match.", status=401)
