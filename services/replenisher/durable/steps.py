@@ -9,6 +9,7 @@ comes back to the harness as a `TerminalError`, which it hands to the tool's
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -50,13 +51,21 @@ async def timed_step(
 ) -> Timed[T]:
     """`step`, journaling with the result the wall clock as the step ended (and `stamp`, if given:
     the code that ran it)."""
-    attempt, journaled, clock = _attempt(ctx.key(), name, action, *args), Timed[result], wiring().clock
+    attempt, journaled, clock = _attempt(ctx.key(), name, action, *args), timed_model(result), wiring().clock
 
     async def timed_attempt() -> Timed[T]:
         timed = journaled(value=await attempt(), at=clock())
         return timed.stamped(stamp) if stamp is not None else timed
 
     return await ctx.run_typed(name, timed_attempt, retry_options(journaled))
+
+
+@cache
+def timed_model(result: type[T]) -> type[Timed[T]]:
+    """`Timed[result]`, made once per result type. Pydantic keeps the generic models it makes only
+    weakly, so one made per step was built again (its schema, its validator) at nearly every step
+    and every replay: 4% of the service's CPU in a sample of the test suite."""
+    return Timed[result]  # type: ignore[valid-type]
 
 
 def _attempt(scope: str, name: str, action: Callable[..., Awaitable[T]], *args: Any) -> Callable[[], Awaitable[T]]:
