@@ -58,8 +58,10 @@ SERVER ?=
 # The suites run in WORKERS pytest-xdist processes, each starting its own Restate, world and service on
 # free ports. The tests mostly wait on the compressed clock and on Restate, so twice a 2-core machine's
 # cores keeps it busy without starving the clock-bound tests; WORKERS=1 runs one process, as before.
+# loadgroup: the slow tests first, one at a time to whichever worker is free, and a module's tests that
+# share a module-scoped fixture together on one worker (tests/scheduling.py).
 WORKERS ?= 4
-XDIST := $(if $(filter 0 1,$(WORKERS)),,-n $(WORKERS))
+XDIST := $(if $(filter 0 1,$(WORKERS)),,-n $(WORKERS) --dist loadgroup --no-loadscope-reorder)
 ifneq ($(SERVER),)
 export REPLENISHER_SERVER := $(SERVER)
 endif

@@ -40,6 +40,7 @@ from replenisher.stack.processes import (
     service_server,
 )
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
+from scheduling import pytest_collection_modifyitems, pytest_configure_node, pytest_xdist_make_scheduler
 from support import (
     NO_DOOR_LIMITS,
     REPO_ROOT,
@@ -53,6 +54,9 @@ from support import (
     signed_world_env,
     with_people_file,
 )
+
+# The slow tests first, and the tests that share a module's fixture on one worker (tests/scheduling.py).
+__all__ = ["pytest_collection_modifyitems", "pytest_configure_node", "pytest_xdist_make_scheduler"]
 
 RUNTIME_ENV = "REPLENISHER_TEST_RUNTIME"
 _HTTP_TIMEOUT = httpx.Timeout(30.0, connect=5.0)

@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from bench.scale import FULL, QUICK, SMOKE, completed_between, due_between, lateness
 
 from support import REPO_ROOT
@@ -24,6 +25,7 @@ def at(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+@pytest.mark.slow
 def test_the_smoke_plan_runs_end_to_end_and_ends_with_a_well_formed_scale_line(tmp_path: Path) -> None:
     out = tmp_path / "scale.json"
     done = subprocess.run(

@@ -143,6 +143,7 @@ def test_zip_holds_the_locked_wheels_for_its_architecture_and_runtime(runtime_la
         assert sum(info.file_size for info in zf.infolist()) < UNZIPPED_LIMIT
 
 
+@pytest.mark.slow
 def test_zip_is_reproducible_and_named_after_its_content(tmp_path: Path) -> None:
     # From one snapshot of the package, so that only the build itself could differ.
     package = shutil.copytree(build.PACKAGE_DIR, tmp_path / "replenisher", ignore=shutil.ignore_patterns("__pycache__"))

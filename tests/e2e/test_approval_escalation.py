@@ -27,6 +27,7 @@ async def reminders(scenario: Scenario, po_number: str) -> list[dict[str, Any]]:
     return ok(await scenario.world.get("/manager/reminders", params={"po_number": po_number}))["reminders"]
 
 
+@pytest.mark.slow
 async def test_a_reminder_is_sent_once_across_a_crash_and_the_backup_approves_after_the_first_token_is_void(
     scenario: Scenario, service: RegisteredService
 ) -> None:

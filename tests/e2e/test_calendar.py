@@ -168,6 +168,7 @@ def _date(calendar: float) -> str:
     return datetime.fromtimestamp(calendar, UTC).strftime("%a %Y-%m-%d %H:%M")
 
 
+@pytest.mark.slow
 async def test_a_request_after_fridays_close_lapses_at_mondays_close_not_over_the_weekend(
     tmp_path: Path, log_dir: Path
 ) -> None:
@@ -185,6 +186,7 @@ async def test_a_request_after_fridays_close_lapses_at_mondays_close_not_over_th
         assert (await site.world_date(ended_at))[:3] == "Mon"
 
 
+@pytest.mark.slow
 async def test_a_holiday_in_the_approval_window_is_skipped(tmp_path: Path, log_dir: Path) -> None:
     # Monday 7 December is a holiday: the window is Tuesday's working hours.
     tuesday_opens = utc_instant("2026-12-08T09:00")

@@ -382,6 +382,7 @@ OTHER_PATH_KILLS = [
 
 
 @pytest.mark.parametrize(("name", "phase"), OTHER_PATH_KILLS, ids=[f"{n}:{p}" for n, p in OTHER_PATH_KILLS])
+@pytest.mark.slow
 async def test_service_killed_off_the_happy_path(
     scenario: Scenario, service: RegisteredService, admin: Admin, name: str, phase: str
 ) -> None:

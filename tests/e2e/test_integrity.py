@@ -170,6 +170,7 @@ async def test_two_quotes_that_expire_together_are_re_quoted_not_sent_for_approv
 # --- 6. an unknown order is reconciled on the SKU's own timer, watched or not ----------------
 
 
+@pytest.mark.slow
 async def test_an_unknown_order_is_reconciled_on_the_skus_own_timer_with_backoff_while_unwatched(
     scenario: Scenario,
 ) -> None:
@@ -239,6 +240,7 @@ async def approval_while_the_service_is_down(
     return run_id, await scenario.outcome(run_id, within=60)
 
 
+@pytest.mark.slow
 async def test_an_approval_that_reached_the_sku_in_time_counts_though_the_service_was_down(
     scenario: Scenario, service: RegisteredService
 ) -> None:

@@ -39,6 +39,7 @@ def test_the_attacks_are_many_and_cover_every_channel() -> None:
 
 @pytest.mark.e2e
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_a_cross_section_of_attacks_on_the_real_stack_gets_nothing(tmp_path_factory: pytest.TempPathFactory) -> None:
     attacks = [by_id(a) for a in FAST]
     summary = run_suite(("policy", "compromised"), attacks, CONTROLS, tmp_path_factory.mktemp("injection-logs"))

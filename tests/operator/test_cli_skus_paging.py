@@ -72,6 +72,7 @@ async def test_bad_paging_is_one_clear_line_and_a_non_zero_exit(cli: Cli, args: 
     assert result.code != 0 and reason in result.err and result.out == "", result
 
 
+@pytest.mark.slow
 async def test_a_page_by_sku_read_on_its_own_is_the_same_rows_as_the_page_cut_from_every_row(
     cli: Cli, service: RegisteredService, ingress: httpx.AsyncClient, world_client: httpx.AsyncClient
 ) -> None:

@@ -128,6 +128,7 @@ def first_sign(banner: str) -> str:
     return banner.split("is down since ")[1].split(".")[0]
 
 
+@pytest.mark.slow
 async def test_with_the_service_killed_the_console_says_since_when_and_what_restate_accepted(
     browser: Any,
     console: HypercornApp,

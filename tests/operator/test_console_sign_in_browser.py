@@ -34,6 +34,7 @@ async def sign_in(browser: Any, console: HypercornApp, who: str, viewport: dict[
     return page
 
 
+@pytest.mark.slow
 async def test_a_buyer_and_the_plant_manager_signed_in_at_once(
     browser: Any, signed_console: HypercornApp, scenario: Scenario, artifacts: Path, axe: Path
 ) -> None:

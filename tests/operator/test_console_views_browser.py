@@ -37,6 +37,7 @@ async def visit(page: Any, url: str, axe: Path, what: str, status: int = 200) ->
     await assert_page_fit_for_everyone(page, axe, what)
 
 
+@pytest.mark.slow
 async def test_skus_spend_and_inbox_views_read_right_and_pass_accessibility_checks_at_both_widths(
     browser: Any, console: HypercornApp, scenario: Scenario, artifacts: Path, axe: Path
 ) -> None:

@@ -35,6 +35,7 @@ async def listed(stack: DeploymentStack) -> dict[str, Any]:
     return {d["id"]: d for d in json.loads(result.out)["deployments"]}
 
 
+@pytest.mark.slow
 async def test_the_list_says_what_runs_where_and_prune_removes_only_the_drained_superseded_one(
     stack: DeploymentStack,
 ) -> None:

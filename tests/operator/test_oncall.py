@@ -335,6 +335,7 @@ async def test_a_supplier_answering_503_is_a_retrying_step_not_an_outage(
 
 # Ten CLI processes and a service restart: 42 s in CI, over the suite's 180 s on this machine loaded.
 @pytest.mark.timeout(360)
+@pytest.mark.slow
 async def test_with_the_service_killed_the_cli_says_so_at_once_and_what_restate_accepted_runs_later(
     cli: Cli, scenario: Scenario, service: RegisteredService, admin: Admin, operator_env: dict[str, str]
 ) -> None:

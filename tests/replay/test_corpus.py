@@ -56,6 +56,7 @@ def test_an_archive_this_code_cannot_read_is_refused_plainly(
 # Every recorded turn through the real anthropic client and the stand-in API: 54 s in CI, past the
 # suite's 180 s with the machine loaded by a second CI run here.
 @pytest.mark.timeout(360)
+@pytest.mark.slow
 async def test_the_corpus_replays_against_the_claude_decider_over_the_stand_in_api() -> None:
     from tests.decider.mock_api import MockApi
 

@@ -86,6 +86,7 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_this_code_replays_every_waiting_run_of_the_corpus(corpus: Path) -> None:
     before = digest(corpus)
     done = upgrade_check(str(corpus))
@@ -191,6 +192,7 @@ def test_the_committed_corpus_holds_thirty_waiting_runs_and_a_planted_change_bre
         assert any(f"SKU-{kind}" in line for line in diverged), f"no run waiting at {kind} diverged:\n{done.stdout}"
 
 
+@pytest.mark.slow
 def test_from_stack_refuses_a_running_stack_and_checks_its_runs_once_it_is_stopped(tmp_path: Path) -> None:
     config = StackConfig(
         state_dir=tmp_path / "stack",
