@@ -19,6 +19,7 @@ async def record_bytes(admin: Admin, sku: str) -> int:
     return sum(len(r["value_utf8"].encode()) for r in rows)
 
 
+@pytest.mark.slow
 async def test_the_record_stops_growing_once_the_outcome_list_is_full(scenario: Scenario, admin: Admin) -> None:
     # Out of stock again as soon as the goods are in; suppliers answer and deliver at once.
     await scenario.setup(on_hand=0, daily_consumption=100_000, lead_days=0, reply_days=0)

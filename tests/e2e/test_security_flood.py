@@ -46,6 +46,7 @@ def exact(log: dict[str, Any]) -> None:
 # Ten times the work of a usual e2e test (500 signed requests, a turn per routed reply), so three
 # times the suite's 180 s backstop; the waits inside are bounded by progress (while_progressing).
 @pytest.mark.timeout(540)
+@pytest.mark.slow
 async def test_after_500_refused_messages_from_one_supplier_another_senders_event_is_recorded_and_totals_are_exact(
     scenario: Scenario, door: httpx.AsyncClient, secrets: dict[str, str]
 ) -> None:

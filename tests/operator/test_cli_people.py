@@ -27,6 +27,7 @@ def token_of(person: str, **made: float) -> dict[str, str]:
     return {"REPLENISHER_PERSONAL_TOKEN": personal_token(person, **made)}
 
 
+@pytest.mark.slow
 async def test_status_shows_the_signatures_and_what_is_needed_and_approve_as_signs_for_a_person(
     people_service: RegisteredService, cli: Cli, scenario: Scenario
 ) -> None:
@@ -77,6 +78,7 @@ async def test_a_reject_as_an_approver_ends_the_run_with_no_order(
     assert await scenario.orders() == []
 
 
+@pytest.mark.slow
 async def test_approve_as_someone_needs_their_own_token_and_one_made_with_the_key_counts(
     people_service: RegisteredService, cli: Cli, scenario: Scenario, tmp_path: Path
 ) -> None:

@@ -31,6 +31,7 @@ async def test_help_lists_the_commands(cli: Cli) -> None:
         assert f"\n    {command} " in result.out or f"\n  {command} " in result.out, f"{command} missing:\n{result}"
 
 
+@pytest.mark.slow
 async def test_status_shows_the_token_and_approving_carries_the_run_to_its_goods(cli: Cli, scenario: Scenario) -> None:
     await setup_lasting_quotes(scenario, price=4.0)
     await scenario.configure(reply_after_chase=300)  # a wait this run never reaches: shown, changes nothing
@@ -144,6 +145,7 @@ async def test_a_kept_message_says_who_sent_it_an_operator_on_the_ingress(cli: C
 
 # About fifteen CLI processes: 32 s in CI, past the suite's 180 s when the machine is loaded.
 @pytest.mark.timeout(360)
+@pytest.mark.slow
 async def test_errors_are_one_clear_line_and_a_non_zero_exit(
     cli: Cli, scenario: Scenario, tmp_path: Path, operator_env: dict[str, str]
 ) -> None:
