@@ -62,8 +62,8 @@ def test_a_frame_not_all_there_or_not_a_start_reads_as_nothing() -> None:
     assert attempt_start(CHECK[:8] + b"\xff" * (len(CHECK) - 8)) is None, "bytes that are no message"
 
 
-def one_message(body: bytes) -> Receive:
-    messages = iter([{"type": "http.request", "body": body, "more_body": False}])
+def in_messages(parts: list[bytes]) -> Receive:
+    messages = iter([{"type": "http.request", "body": p, "more_body": i < len(parts) - 1} for i, p in enumerate(parts)])
 
     async def receive() -> Message:
         return next(messages)
@@ -90,8 +90,8 @@ async def until_listening(port: int, within: float = 20.0) -> None:
 
 
 async def test_notes_go_out_over_one_client_not_one_each(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three attempts after failures: three notes reach a real HTTP server, and one SSL context (the
-    CA bundle read once) carried them. A client per note read it per note: about 30 ms of CPU each,
+    """Three attempts after failures (their first frame whole, followed by a journal, in pieces):
+    three notes reach a real HTTP server, and one SSL context (the CA bundle read once) carried them. A client per note read it per note: about 30 ms of CPU each,
     a fifth of the service's CPU in the test suite."""
     loads: list[object] = []
     load = ssl.SSLContext.load_verify_locations
@@ -117,21 +117,31 @@ async def test_notes_go_out_over_one_client_not_one_each(monkeypatch: pytest.Mon
     stop = asyncio.Event()
     server = asyncio.create_task(serve(receiver, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
 
+    passed_on: list[bytes] = []
+
     async def handler(scope: Scope, receive: Receive, send: Send) -> None:
-        while (await receive()).get("more_body"):
-            pass
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        passed_on.append(body)
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
     app = noting_answers(handler, f"http://127.0.0.1:{port}")
     frame = with_failed_attempts(CHECK, 2)
+    replay = frame + bytes(range(256)) * 256  # a replay's request: the journal's frames after the start
+    bodies = [[frame], [replay], [replay[i : i + 3] for i in range(0, 30, 3)] + [replay[30:]]]
     try:
         await until_listening(port)
-        for _ in range(3):
-            await app({"type": "http", "path": "/invoke/Replenish/run"}, one_message(frame), ignore)
+        for parts in bodies:
+            await app({"type": "http", "path": "/invoke/Replenish/run"}, in_messages(parts), ignore)
         await asyncio.wait_for(three.wait(), 20)
     finally:
         stop.set()
         await asyncio.wait_for(server, 10)
-    assert [n["failed_attempts"] for n in notes] == [2, 2, 2]
+    assert [n["failed_attempts"] for n in notes] == [2, 2, 2], "whole, with a journal after it, in pieces"
+    assert passed_on == [frame, replay, replay], "the service got every byte as sent"
     assert len(loads) <= 1, f"the CA bundle was read {len(loads)} times for 3 notes"

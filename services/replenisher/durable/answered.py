@@ -32,7 +32,7 @@ from restate import Context
 
 from replenisher.durable import retention
 from replenisher.durable.asgi import App, Message, Receive, Scope, Send
-from replenisher.durable.attempt_start import AttemptStart, attempt_start, first_frame_length
+from replenisher.durable.attempt_start import FRAME_HEADER, AttemptStart, attempt_start, first_frame_length
 from replenisher.durable.validation import validated
 from replenisher.loop import names
 
@@ -104,7 +104,10 @@ def noting_answers(app: App, ingress_url: str) -> App:
             nonlocal looking
             message = await receive()
             if looking and message.get("type") == "http.request":
-                head.extend(message.get("body", b""))
+                # Only the first frame's bytes: a replay's request carries the whole journal after it.
+                body: bytes = message.get("body", b"")
+                wanted = first_frame_length(bytes(head) + body[:FRAME_HEADER]) or FRAME_HEADER
+                head.extend(body[: max(0, wanted - len(head))])
                 length = first_frame_length(bytes(head))
                 if (length is not None and len(head) >= length) or not message.get("more_body", False):
                     looking = False
