@@ -91,8 +91,9 @@ async def until_listening(port: int, within: float = 20.0) -> None:
 
 async def test_notes_go_out_over_one_client_not_one_each(monkeypatch: pytest.MonkeyPatch) -> None:
     """Three attempts after failures (their first frame whole, followed by a journal, in pieces):
-    three notes reach a real HTTP server, and one SSL context (the CA bundle read once) carried them. A client per note read it per note: about 30 ms of CPU each,
-    a fifth of the service's CPU in the test suite."""
+    three notes reach a real HTTP server, and one SSL context (the CA bundle read once) carried them.
+    A client per note read it per note: about 30 ms of CPU each, a fifth of the service's CPU in the
+    test suite."""
     loads: list[object] = []
     load = ssl.SSLContext.load_verify_locations
 
