@@ -31,7 +31,7 @@ from replenisher.keepalive import RetryDroppedKeepAlive
 from replenisher.stack.admin import Admin
 from replenisher.stack.install import RestateInstallError
 from replenisher.stack.local import SERVICE_APP, WORLD_APP
-from replenisher.stack.ports import FREE_PORTS_VARIABLE, free_port, reserve, worker_ranges
+from replenisher.stack.ports import FREE_PORTS_VARIABLE, free_port, reserve
 from replenisher.stack.processes import (
     AsgiApp,
     HypercornApp,
@@ -40,7 +40,12 @@ from replenisher.stack.processes import (
     service_server,
 )
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
-from scheduling import pytest_collection_modifyitems, pytest_configure_node, pytest_xdist_make_scheduler
+from scheduling import (
+    pytest_collection_modifyitems,
+    pytest_configure_node,
+    pytest_xdist_make_scheduler,
+    worker_ranges,
+)
 from support import (
     NO_DOOR_LIMITS,
     REPO_ROOT,

@@ -25,14 +25,25 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
+from replenisher.stack.ports import free_port_range
+
 WIDER_THAN_A_TEST = ("class", "module", "package")
 GROUPS_FILE = "replenisher_test_groups"  # the key in each worker's workerinput
+
+
+def worker_ranges(count: int, environ: Mapping[str, str]) -> list[tuple[int, int]]:
+    """`count` disjoint, equal slices of the range `free_port` picks from under `environ`: one per
+    worker (tests/conftest.py gives each its own through REPLENISHER_FREE_PORTS)."""
+    floor, top = free_port_range(environ)
+    size = (top - floor) // count
+    return [(floor + i * size, floor + (i + 1) * size) for i in range(count)]
 
 
 def shares_a_fixture(item: pytest.Item) -> bool:

@@ -7,7 +7,8 @@ from itertools import pairwise
 
 import pytest
 
-from replenisher.stack.ports import FREE_PORTS_VARIABLE, free_port, free_port_range, worker_ranges
+from replenisher.stack.ports import FREE_PORTS_VARIABLE, free_port, free_port_range
+from scheduling import worker_ranges
 
 
 def test_free_ports_come_from_the_range_the_environment_gives(monkeypatch: pytest.MonkeyPatch) -> None:

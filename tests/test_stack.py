@@ -192,7 +192,7 @@ def test_no_process_of_the_suite_is_given_a_port_the_committed_corpus_records(mo
     refuse (CI flake). The session reserves them (conftest.reserve_committed_corpus_ports)."""
     [recorded] = committed_corpus_ports()
     # A port this process has not handed out yet (one it has, free_port passes over too).
-    other = next(p for p in range(20_000, 30_000) if p != recorded and p not in ports._handed_out and port_is_free(p))
+    other = next(p for p in range(20_000, 30_000) if p != recorded and p not in ports.handed_out() and port_is_free(p))
     offered = iter([recorded, other])
     monkeypatch.setattr(ports.random, "randrange", lambda *_: next(offered))
     assert free_port() == other  # the corpus's port was offered first, and passed over

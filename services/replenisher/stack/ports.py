@@ -41,6 +41,11 @@ def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range"))
     return low, high
 
 
+def handed_out() -> frozenset[int]:
+    """The ports this process has handed out or reserved: `free_port` gives none of them again."""
+    return frozenset(_handed_out)
+
+
 def reserve(*ports: int) -> None:
     """Never hand these out: addresses something else records (a data copy's deployments, which a
     check refuses to run beside while anything answers there)."""
@@ -85,13 +90,6 @@ def free_port(host: str = LOOPBACK) -> int:
             _handed_out.add(port)
             return port
     raise RuntimeError(f"could not find a free TCP port in [{floor}, {top}) after 500 attempts")
-
-
-def worker_ranges(count: int, environ: Mapping[str, str]) -> list[tuple[int, int]]:
-    """`count` disjoint, equal slices of the range `free_port` picks from under `environ`: one per process."""
-    floor, top = free_port_range(environ)
-    size = (top - floor) // count
-    return [(floor + i * size, floor + (i + 1) * size) for i in range(count)]
 
 
 def _kernel_port(host: str) -> int:
