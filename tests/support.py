@@ -240,22 +240,29 @@ PERSONAL_TOKEN_KEY_FILE.write_text(new_token_key() + "\n")
 DECISION_LOG = PROBE_DIR / "decisions.log"
 
 
+# The service's waits and retries in the tests, whatever starts it (the session's fixtures, a
+# test's own `Stack`).
+SERVICE_TIMING: dict[str, str] = {
+    "REPLENISHER_CHECK_INTERVAL_DAYS": str(CHECK_INTERVAL_DAYS),
+    # Retries of a failed step in milliseconds rather than seconds, still bounded.
+    "REPLENISHER_STEP_INITIAL_RETRY_MS": "100",
+    "REPLENISHER_STEP_MAX_RETRY_MS": "500",
+    "REPLENISHER_STEP_MAX_ATTEMPTS": "4",
+    # A crash and restart take a second or two, which is several test days: the waits must
+    # be long enough that a crash does not turn into a timeout.
+    "REPLENISHER_APPROVAL_WAIT_DAYS": str(APPROVAL_WAIT_DAYS),
+    "REPLENISHER_REPLY_WAIT_DAYS": str(REPLY_WAIT_DAYS),
+    "REPLENISHER_GOODS_GRACE_DAYS": str(REPLY_WAIT_DAYS),
+}
+
+
 def service_env(world_url: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return {
         "REPLENISHER_WORLD_URL": world_url,
         "REPLENISHER_DAY_SECONDS": f"{TEST_DAY_SECONDS:g}",
         "REPLENISHER_CLOCK_WALL_ORIGIN": repr(CLOCK_ORIGIN),
         "REPLENISHER_CLOCK_CALENDAR_ORIGIN": repr(CLOCK_ORIGIN),
-        "REPLENISHER_CHECK_INTERVAL_DAYS": str(CHECK_INTERVAL_DAYS),
-        # Retries of a failed step in milliseconds rather than seconds, still bounded.
-        "REPLENISHER_STEP_INITIAL_RETRY_MS": "100",
-        "REPLENISHER_STEP_MAX_RETRY_MS": "500",
-        "REPLENISHER_STEP_MAX_ATTEMPTS": "4",
-        # A crash and restart take a second or two, which is several test days: the waits must
-        # be long enough that a crash does not turn into a timeout.
-        "REPLENISHER_APPROVAL_WAIT_DAYS": str(APPROVAL_WAIT_DAYS),
-        "REPLENISHER_REPLY_WAIT_DAYS": str(REPLY_WAIT_DAYS),
-        "REPLENISHER_GOODS_GRACE_DAYS": str(REPLY_WAIT_DAYS),
+        **SERVICE_TIMING,
         "REPLENISHER_CRASH_POINTS": str(CRASH_POINTS),
         "REPLENISHER_DECISION_LOG": str(DECISION_LOG),
         **(extra or {}),

@@ -29,12 +29,10 @@ from replenisher.stack.local import SERVICE_APP, SERVICE_NAME, WORLD_APP, Stack,
 from replenisher.stack.ports import RestatePorts, free_port
 from replenisher.stack.processes import STREAMS_PER_CONNECTION, Server, group_members
 from support import (
-    APPROVAL_WAIT_DAYS,
-    CHECK_INTERVAL_DAYS,
     HAPPY_PATH,
-    REPLY_WAIT_DAYS,
     REPO_ROOT,
     RESTATE_TEST_ENV,
+    SERVICE_TIMING,
     TEST_DAY_SECONDS,
     WORLD_LIMITS,
     eventually,
@@ -46,16 +44,6 @@ WORKERS = 2
 CALLS = 480
 CONCURRENCY = 32
 SKUS = 60
-SERVICE_ENV = {
-    "REPLENISHER_CHECK_INTERVAL_DAYS": str(CHECK_INTERVAL_DAYS),
-    "REPLENISHER_STEP_INITIAL_RETRY_MS": "100",
-    "REPLENISHER_STEP_MAX_RETRY_MS": "500",
-    "REPLENISHER_STEP_MAX_ATTEMPTS": "4",
-    # Long enough that a crash and a restart do not turn into a timeout.
-    "REPLENISHER_APPROVAL_WAIT_DAYS": str(APPROVAL_WAIT_DAYS),
-    "REPLENISHER_REPLY_WAIT_DAYS": str(REPLY_WAIT_DAYS),
-    "REPLENISHER_GOODS_GRACE_DAYS": str(REPLY_WAIT_DAYS),
-}
 
 
 @dataclass
@@ -96,7 +84,7 @@ def _config(state_dir: Path, server: Server, restate_env: dict[str, str]) -> Sta
         config_file=REPO_ROOT / "restate.toml",
         server=server,
         service_workers=WORKERS,
-        service_env=SERVICE_ENV,
+        service_env=SERVICE_TIMING,
         restate_env={**RESTATE_TEST_ENV, **restate_env},
     )
 
