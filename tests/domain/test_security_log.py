@@ -123,7 +123,7 @@ def test_news_since_an_earlier_reading_counts_exactly_what_was_recorded_in_betwe
             news = run.news_since(told, T0 + step)
             assert sum(n.count for n in news) == run.total - told.total
             sku.take(news, T0 + step, run_id="replenish-SKU-1-1")
-            told = run.model_copy(deep=True)
+            told = run.reading()
     sku.take(run.news_since(told, T0 + 2000), T0 + 2000, run_id="replenish-SKU-1-1")
     assert sku.total == run.total
     exact(run)
@@ -133,7 +133,7 @@ def test_news_since_an_earlier_reading_counts_exactly_what_was_recorded_in_betwe
 def test_news_when_more_than_the_bound_came_in_between_counts_the_lost_texts_per_source() -> None:
     run = SecurityLog()
     run.record("manager", "forged approval", T0)
-    told = run.model_copy(deep=True)
+    told = run.reading()
     run.record("manager", "forged approval", T0 + 1)  # grows a kept entry
     for i in range(120):
         run.record("supplier:rival", f"junk {i}", T0 + 2 + i)
@@ -143,3 +143,17 @@ def test_news_when_more_than_the_bound_came_in_between_counts_the_lost_texts_per
     assert [(n.what, n.count) for n in manager] == [("forged approval", 1)]
     lost = [n for n in news if n.what == LOST_BEFORE_FORWARDING]
     assert [(n.source, n.count) for n in lost] == [("supplier:rival", 120 - (SECURITY_LOG_BOUND - 1))]
+
+
+def test_a_reading_keeps_the_counts_it_was_taken_with_while_the_log_grows() -> None:
+    """`reading` copies the entries, which `record` grows in place; a plain copy would share them
+    and the news since would miss what collapsed into a kept entry."""
+    run = SecurityLog()
+    run.record("supplier:rival", "refused", T0)
+    run.record("manager", "forged approval", T0)
+    told, shared = run.reading(), run.model_copy()
+    run.record("supplier:rival", "refused", T0 + 1)  # collapses into the kept entry
+    run.record("manager", "forged approval", T0 + 2)
+    assert [e.count for e in told.recent] == [1, 1] and told.total == 2
+    assert sum(n.count for n in run.news_since(told, T0 + 3)) == 2
+    assert sum(n.count for n in run.news_since(shared, T0 + 3)) == 0, "the control: shared entries grew too"

@@ -235,7 +235,7 @@ class RestateEngine:
             if state.security.total != self._security_told.total:
                 news = state.security.news_since(self._security_told, state.now)
                 NOTE_SECURITY.send(self.ctx, state.sku, SecurityNotes(run_id=state.run_id, events=news))
-                self._security_told = state.security.model_copy(deep=True)
+                self._security_told = state.security.reading()
             # The decisions on the run's approval, and the ones it refused, into the day's audit log.
             records, self._audit_told = approval_news(self._audit_told, state, news)
             for record in records:
