@@ -32,11 +32,11 @@ def test_an_archive_of_the_largest_turns_stays_within_its_bound_and_says_where_i
         )
         writer.add(Entry.now(float(turn)))
         writer.add(Entry.decided(turn, ["wait_for_supplier_reply"] * 12, decision))
-        kept.add(writer.chunk())
+        assert kept.add(writer.chunk()) == kept.model_dump_json(), "what add returns is the archive as kept"
         for seq in range(2):
             writer.add(Entry.receive(f"supplier-reply-{seq}", hostile))
         writer.add(Entry.step("read_supplier_reply 1", failure="f" * 10_000))
-    kept.add(writer.chunk(outcome="cancelled"))
+    assert kept.add(writer.chunk(outcome="cancelled")) == kept.model_dump_json()
     assert kept.size() <= MAX_ARCHIVE_BYTES
     assert kept.cut_at_chunk is not None and [c.seq for c in kept.chunks] == list(range(kept.cut_at_chunk))
     assert kept.outcome == "cancelled"  # the last chunk did not fit, its outcome is kept all the same
@@ -49,7 +49,8 @@ def test_an_archive_of_the_largest_turns_stays_within_its_bound_and_says_where_i
 def test_a_chunk_sent_twice_is_kept_once_and_chunks_are_kept_in_order() -> None:
     kept = archive()
     for seq in (1, 0, 1):
-        kept.add(ArchiveWriter().chunk().model_copy(update={"seq": seq, "entries": [Entry.now(float(seq))]}))
+        chunk = ArchiveWriter().chunk().model_copy(update={"seq": seq, "entries": [Entry.now(float(seq))]})
+        assert kept.add(chunk) == kept.model_dump_json()
     assert [c.seq for c in kept.chunks] == [0, 1] and kept.started_at == 0.0
     assert kept.schema_version == ARCHIVE_SCHEMA_VERSION
 

@@ -185,19 +185,25 @@ class RunArchive(BaseModel):
         kept.outcome = self.outcome
         return kept
 
-    def add(self, chunk: Chunk) -> None:
-        """Keep the chunk if the archive stays within its bound; otherwise mark where it was cut."""
+    def add(self, chunk: Chunk) -> str:
+        """Keep the chunk if the archive stays within its bound; otherwise mark where it was cut.
+        Returns the archive's JSON as kept: the bound is judged on it, so whoever stores the
+        archive next need not dump it again (a run stores it at every wait, and again at every
+        replay of those waits)."""
         if any(c.seq == chunk.seq for c in self.chunks):
-            return  # delivered twice
+            return self.model_dump_json()  # delivered twice
         if chunk.outcome is not None:
             self.outcome = cut(chunk.outcome, 80)
         if self.cut_at_chunk is not None and chunk.seq >= self.cut_at_chunk:
-            return
+            return self.model_dump_json()
         self.chunks.append(chunk)
         self.chunks.sort(key=lambda c: c.seq)
-        if self.size() > MAX_ARCHIVE_BYTES:
+        dumped = self.model_dump_json()
+        if len(dumped) > MAX_ARCHIVE_BYTES:
             self.cut_at_chunk = chunk.seq
             self.chunks = [c for c in self.chunks if c.seq < chunk.seq]
+            dumped = self.model_dump_json()
+        return dumped
 
 
 class ArchiveWriter:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import restate
 from restate import ObjectContext, ObjectSharedContext, WorkflowContext
+from restate.serde import BytesSerde
 
 from replenisher.domain.archive import Chunk, RunArchive
 from replenisher.durable import retention
@@ -67,8 +68,9 @@ class RestateArchiveSink:
         self.archive = self.archive.with_header(header)
 
     def send(self, chunk: Chunk) -> None:
-        self.archive.add(chunk)
+        kept = self.archive.add(chunk)
         if chunk.outcome is None:
-            self.ctx.set(names.ARCHIVE, self.archive)
+            # The bytes the SDK's serde would write (`model_dump_json`), dumped once, not twice.
+            self.ctx.set(names.ARCHIVE, kept.encode("utf-8"), serde=BytesSerde())
         else:
             self.ctx.object_send(keep, self.ctx.key(), self.archive)
