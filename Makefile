@@ -61,6 +61,11 @@ SERVER ?=
 # loadgroup: the slow tests first, one at a time to whichever worker is free, and a module's tests that
 # share a module-scoped fixture together on one worker (tests/scheduling.py).
 WORKERS ?= 4
+# The suites start hundreds of Python processes (CLI calls, services, servers): with
+# PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) none of them finds this package
+# compiled, and each compiles it from source again (about 80 ms of CPU per process). The test targets
+# let Python write the package's bytecode (__pycache__, ignored by git).
+WRITE_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 XDIST := $(if $(filter 0 1,$(WORKERS)),,-n $(WORKERS) --dist loadgroup --no-loadscope-reorder)
 ifneq ($(SERVER),)
 export REPLENISHER_SERVER := $(SERVER)
@@ -102,12 +107,12 @@ test-deps:
 
 # pytest exits 5 when it collected nothing; say so, and fail, rather than pass quietly.
 test: setup test-deps
-	@$(BIN)/pytest -q -ra $(XDIST) $(PYTEST_ARGS); status=$$?; \
+	@$(WRITE_BYTECODE) $(BIN)/pytest -q -ra $(XDIST) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; \
 	exit $$status
 ifeq ($(REPLAY),1)
 	@echo "== the end-to-end tests again in always-replay mode: Restate suspends after every await"
-	@REPLENISHER_TEST_ALWAYS_REPLAY=1 $(BIN)/pytest -q -ra -m e2e $(XDIST) $(PYTEST_ARGS); status=$$?; \
+	@REPLENISHER_TEST_ALWAYS_REPLAY=1 $(WRITE_BYTECODE) $(BIN)/pytest -q -ra -m e2e $(XDIST) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	exit $$status
 endif
@@ -121,7 +126,7 @@ HOG_ROUNDS ?= every
 REV ?= HEAD
 SUITES ?= tests/e2e tests/operator
 test-repeat: setup test-deps
-	$(BIN)/python scripts/test_repeat.py --rounds $(K) --hog $(HOG) --hog-rounds $(HOG_ROUNDS) --rev $(REV) \
+	$(WRITE_BYTECODE) $(BIN)/python scripts/test_repeat.py --rounds $(K) --hog $(HOG) --hog-rounds $(HOG_ROUNDS) --rev $(REV) \
 		--suites $(SUITES) -- $(XDIST) $(PYTEST_ARGS)
 
 # The service on hypercorn, the other server it supports (the default is granian): whole
@@ -129,8 +134,8 @@ test-repeat: setup test-deps
 # mode. CI runs it after make test.
 HYPERCORN_E2E := tests/e2e/test_replenishment.py tests/e2e/test_crash_matrix.py tests/e2e/test_suspension.py
 test-hypercorn: setup
-	REPLENISHER_SERVER=hypercorn $(BIN)/pytest -q -ra -m e2e $(XDIST) $(HYPERCORN_E2E) $(PYTEST_ARGS)
-	REPLENISHER_SERVER=hypercorn REPLENISHER_TEST_ALWAYS_REPLAY=1 $(BIN)/pytest -q -ra -m e2e $(XDIST) \
+	REPLENISHER_SERVER=hypercorn $(WRITE_BYTECODE) $(BIN)/pytest -q -ra -m e2e $(XDIST) $(HYPERCORN_E2E) $(PYTEST_ARGS)
+	REPLENISHER_SERVER=hypercorn REPLENISHER_TEST_ALWAYS_REPLAY=1 $(WRITE_BYTECODE) $(BIN)/pytest -q -ra -m e2e $(XDIST) \
 		tests/e2e/test_crash_matrix.py tests/e2e/test_suspension.py $(PYTEST_ARGS)
 
 # Three restate-server nodes on loopback behind a fail-over ingress, each SIGKILLed in turn under load. The
@@ -138,7 +143,7 @@ test-hypercorn: setup
 cluster-test: setup
 	@summary=$$(mktemp); \
 	REPLENISHER_CLUSTER_TEST=1 REPLENISHER_CLUSTER_SUMMARY=$$summary \
-		$(BIN)/pytest -q -ra -m cluster tests/deploy $(PYTEST_ARGS); status=$$?; \
+		$(WRITE_BYTECODE) $(BIN)/pytest -q -ra -m cluster tests/deploy $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "error: pytest collected no tests" >&2; fi; \
 	cat $$summary; rm -f $$summary; exit $$status
 
