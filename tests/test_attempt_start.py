@@ -5,7 +5,6 @@ tests/operator/test_oncall.py (the band read after the run finished)."""
 from __future__ import annotations
 
 import asyncio
-import ssl
 
 import pytest
 from hypercorn.asyncio import serve
@@ -15,10 +14,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from replenisher.asgi_body import read_body
 from replenisher.durable.answered import note_for, noting_answers
 from replenisher.durable.asgi import Message, Receive, Scope, Send
 from replenisher.durable.attempt_start import AttemptStart, attempt_start
 from replenisher.stack.ports import free_port
+from support import count_ca_loads
 
 # The first frame restate-server 1.7.12 sent for an attempt of `SkuAgent/<sku>/check` (captured
 # from the request body): no failed attempt before it, so no field 7.
@@ -94,14 +95,7 @@ async def test_notes_go_out_over_one_client_not_one_each(monkeypatch: pytest.Mon
     three notes reach a real HTTP server, and one SSL context (the CA bundle read once) carried them.
     A client per note read it per note: about 30 ms of CPU each, a fifth of the service's CPU in the
     test suite."""
-    loads: list[object] = []
-    load = ssl.SSLContext.load_verify_locations
-
-    def counted(self: ssl.SSLContext, *args: object, **kwargs: object) -> None:
-        loads.append(args or kwargs)
-        load(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    loads = count_ca_loads(monkeypatch)
     notes: list[dict[str, object]] = []
     three = asyncio.Event()
 
@@ -121,13 +115,7 @@ async def test_notes_go_out_over_one_client_not_one_each(monkeypatch: pytest.Mon
     passed_on: list[bytes] = []
 
     async def handler(scope: Scope, receive: Receive, send: Send) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        passed_on.append(body)
+        passed_on.append(await read_body(receive, 1 << 20) or b"")
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 

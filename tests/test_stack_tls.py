@@ -16,19 +16,13 @@ from replenisher.stack import tls
 from replenisher.stack.admin import Admin, is_healthy
 from replenisher.stack.processes import http_answers, http_ok
 from replenisher.stack.runtime import RestateRuntime
+from support import count_ca_loads
 
 
 @pytest.fixture
 def ca_loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
     """Every CA bundle an SSL context loads in this process while the test runs."""
-    loads: list[object] = []
-    load = ssl.SSLContext.load_verify_locations
-
-    def counted(self: ssl.SSLContext, *args: object, **kwargs: object) -> None:
-        loads.append(args or kwargs)
-        load(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    loads = count_ca_loads(monkeypatch)
     tls._built.cache_clear()
     yield loads
     tls._built.cache_clear()
