@@ -20,7 +20,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from replenisher.domain.audit import AuditEntry, day_of
 from replenisher.domain.credentials import issue, new_token_key, parse_token_key
+from replenisher.operations.audit import read_day
 from replenisher.stack.admin import find_deployment, register_deployment
 from replenisher.stack.processes import DEFAULT_READY_TIMEOUT, HypercornApp
 from replenisher.stack.runtime import BinaryRuntime, RestateRuntime
@@ -485,3 +487,13 @@ def count_ca_loads(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
     monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
     return loads
+
+
+async def audit_entries_since(ingress_url: str, since: float, *, client: httpx.AsyncClient) -> list[AuditEntry]:
+    """The audit log's entries of every day from `since`'s to today's (UTC): a test that read only
+    today's log would miss what it did before a midnight it ran across."""
+    days = sorted({day_of(since), day_of(time.time())})
+    entries: list[AuditEntry] = []
+    for day in days:
+        entries.extend((await read_day(ingress_url, day, client=client)).entries)
+    return entries

@@ -18,12 +18,10 @@ from operator_support import Cli, setup_lasting_quotes
 from e2e.scenario import Scenario
 from people.accounts import SESSION_SECRET
 from people.matrices import TEAM
-from replenisher.domain.audit import day_of
 from replenisher.identity.passwords import hash_password
-from replenisher.operations.audit import read_day
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp
-from support import PERSONAL_TOKEN_KEY_FILE, RegisteredService, eventually, serving
+from support import PERSONAL_TOKEN_KEY_FILE, RegisteredService, audit_entries_since, eventually, serving
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 PASSWORD = "a long enough passphrase"
@@ -80,6 +78,7 @@ async def approve(client: httpx.AsyncClient, po: str) -> httpx.Response:
 async def test_above_the_threshold_two_people_sign_in_the_console_and_the_run_checks_both(
     team_console: HypercornApp, scenario: Scenario, operator_env: dict[str, str]
 ) -> None:
+    started = time.time()
     await setup_lasting_quotes(scenario, price=20.0)  # 95 x 20.00 = 1,900: above the threshold of 1,000
     run_id = (await scenario.check())["started"]
     po = (await scenario.pending_approval())["po_number"]
@@ -117,8 +116,8 @@ async def test_above_the_threshold_two_people_sign_in_the_console_and_the_run_ch
         # The run recorded both signatures and the approval in the day's audit log, from its journal.
         async def audited() -> list[tuple[str, str]] | None:
             async with httpx.AsyncClient() as client:
-                read = await read_day(operator_env["REPLENISHER_INGRESS_URL"], day_of(time.time()), client=client)
-            mine = [(e.event, e.who) for e in read.entries if e.run_id == run_id]
+                read = await audit_entries_since(operator_env["REPLENISHER_INGRESS_URL"], started, client=client)
+            mine = [(e.event, e.who) for e in read if e.run_id == run_id]
             return mine if len(mine) >= 3 else None
 
         logged = await eventually(audited, timeout=60, what="the run's decisions in the audit log")
@@ -131,6 +130,7 @@ async def test_above_the_threshold_two_people_sign_in_the_console_and_the_run_ch
 async def test_a_token_made_on_the_tokens_page_lets_the_cli_approve_as_that_person(
     team_console: HypercornApp, scenario: Scenario, cli: Cli, operator_env: dict[str, str]
 ) -> None:
+    started = time.time()
     await setup_lasting_quotes(scenario, price=4.0)  # 380: within pia's 1,000
     run_id = (await scenario.check())["started"]
     await scenario.pending_approval()
@@ -161,8 +161,8 @@ async def test_a_token_made_on_the_tokens_page_lets_the_cli_approve_as_that_pers
 
     async def audited() -> list[str] | None:
         async with httpx.AsyncClient() as client:
-            read = await read_day(operator_env["REPLENISHER_INGRESS_URL"], day_of(time.time()), client=client)
-        made = [e.what for e in read.entries if e.event == "personal_token_made" and e.who == "pia"]
+            read = await audit_entries_since(operator_env["REPLENISHER_INGRESS_URL"], started, client=client)
+        made = [e.what for e in read if e.event == "personal_token_made" and e.who == "pia"]
         return made or None
 
     said = await eventually(audited, timeout=60, what="the token's making in the audit log")

@@ -18,11 +18,9 @@ from operator_support import setup_lasting_quotes
 
 from e2e.scenario import Scenario
 from people.accounts import PASSWORDS
-from replenisher.domain.audit import day_of
-from replenisher.operations.audit import read_day
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.runtime import RestateRuntime
-from support import eventually
+from support import audit_entries_since, eventually
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -49,6 +47,7 @@ def form_fields(page: str, po_number: str) -> dict[str, str]:
 async def test_three_people_at_once_each_may_do_only_what_the_matrix_gives_them(
     signed_console: HypercornApp, scenario: Scenario, restate_runtime: RestateRuntime
 ) -> None:
+    started = time.time()
     await setup_lasting_quotes(scenario, price=20.0)  # 95 x 20.00 = 1,900: above Ana's 1,000
     run_id = (await scenario.check())["started"]
     request = await scenario.pending_approval()
@@ -125,10 +124,8 @@ async def test_three_people_at_once_each_may_do_only_what_the_matrix_gives_them(
     async with httpx.AsyncClient() as client:
 
         async def logged() -> list[tuple[str, str, str]] | None:
-            read = await read_day(restate_runtime.ingress_url, day_of(time.time()), client=client)
-            mine = [
-                (e.event, e.who, e.outcome) for e in read.entries if e.what in (po,) or e.event != "approval_refused"
-            ]
+            read = await audit_entries_since(restate_runtime.ingress_url, started, client=client)
+            mine = [(e.event, e.who, e.outcome) for e in read if e.what in (po,) or e.event != "approval_refused"]
             wanted = {("sign_in", "ana", "done"), ("sign_in", "vic", "done"), ("approval_refused", "ana", "refused")}
             return mine if wanted <= set(mine) and ("sign_out", "paul", "done") in mine else None
 
