@@ -59,8 +59,8 @@ def to_the_ms(t: float) -> float:
     return math.floor(t * 1000) / 1000
 
 
-async def first_failure(admin: Admin, keys: list[str], since: float) -> float | None:
-    """When Restate recorded the first attempt since `since` that failed because the service did
+async def first_failure(admin: Admin, keys: list[str]) -> float | None:
+    """When Restate recorded the first attempt that failed because the service did
     not answer or died mid-attempt, of an invocation of these SkuAgent keys / Replenish runs."""
     listed = ", ".join(f"'{k}'" for k in keys)
     rows = await admin.asql(
@@ -68,7 +68,10 @@ async def first_failure(admin: Admin, keys: list[str], since: float) -> float | 
         "FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
         f"WHERE i.target_service_key IN ({listed})"
     )
-    times = [f.at for f in transient_failures(rows) if is_outage(f) and f.at >= to_the_ms(since)]
+    # Not cut at the kill's moment by Restate's own timestamps: a CI run recorded an outage's only
+    # refusal with a time before the kill, even cut to the millisecond (cause not found yet). The
+    # scenario's keys are fresh, so every outage Restate recorded for them is the test's one.
+    times = [f.at for f in transient_failures(rows) if is_outage(f)]
     return min(times, default=None)
 
 
@@ -94,7 +97,7 @@ async def test_an_outage_band_lasts_as_long_as_the_service_was_down(
     await eventually(refused_again, timeout=30, what="a refused attempt and a refused retry")
     # The band starts at the first attempt refused after the kill: the read's, or the run's own
     # if it was still running when the service died.
-    first_refusal = await first_failure(admin, [scenario.sku, run_id], since=killed_at)
+    first_refusal = await first_failure(admin, [scenario.sku, run_id])
     assert first_refusal is not None
     restarted_at = time.time()
     service.restart()
@@ -164,13 +167,12 @@ async def an_outage_of_the_running_run(
     Restate refused an attempt of the run, then started again: when the first refusal was, and
     when the restart began."""
     target = f"Replenish/{run_id}/run"
-    killed_at = time.time()
     service.kill()
     run = await run_attempt(admin, target)
     if run["status"] == "suspended":  # Restate suspended it first: it tries it now, as `resume` does
         await resume(admin, str(run["id"]))
     await eventually(lambda: refused_attempts(admin, target), timeout=30, what="a refused attempt of the run")
-    first_refusal = await first_failure(admin, [scenario.sku, run_id], since=killed_at)
+    first_refusal = await first_failure(admin, [scenario.sku, run_id])
     assert first_refusal is not None
     restarted_at = time.time()
     service.restart()
