@@ -13,6 +13,8 @@
 #   make test-repeat  the e2e and operator suites K times (K=5) on a clean clone of REV (HEAD), HOG=N busy processes
 #                beside each round (HOG_ROUNDS=alternate: every other round); lists each test that failed at least
 #                once, with its rounds and first lines, and ends with `test-repeat: rounds=K failed_tests=F`
+#   make test-durations  the whole suite, both passes, recording each test's time in tests/durations.json (which
+#                orders the tests longest first: commit it again when tests are added or change length)
 #   make test-hypercorn  whole replenishments, the crash matrix and suspension with the service on hypercorn
 # Pass stack options with STACK_ARGS, e.g. make up STACK_ARGS="--day-seconds 2 --catalogue demo",
 # and pytest options with PYTEST_ARGS, e.g. make test PYTEST_ARGS="-k stack -x".
@@ -81,7 +83,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots docs lint clean \
 	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick \
-	cluster-test lambda-test test-repeat upgrade-check upgrade-corpus
+	cluster-test lambda-test test-repeat test-durations upgrade-check upgrade-corpus
 
 setup: $(INSTALLED) restate
 
@@ -116,6 +118,11 @@ ifeq ($(REPLAY),1)
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	exit $$status
 endif
+
+# The tests go to the workers longest first by this file's times (tests/scheduling.py); a test it does not know
+# counts as the median one. Recorded again by running the suite with the recorder on.
+test-durations:
+	REPLENISHER_TEST_DURATIONS=$(CURDIR)/tests/durations.json $(MAKE) test
 
 # Flakes before CI finds them: SUITES (the e2e and operator suites) K times on a clean clone of REV (HEAD),
 # each round its own pytest session, with HOG=N busy processes beside every round (HOG_ROUNDS=alternate:

@@ -44,6 +44,7 @@ from scheduling import (
     pytest_collection_modifyitems,
     pytest_configure_node,
     pytest_xdist_make_scheduler,
+    register_recorder,
     worker_ranges,
 )
 from support import (
@@ -60,7 +61,8 @@ from support import (
     with_people_file,
 )
 
-# The slow tests first, and the tests that share a module's fixture on one worker (tests/scheduling.py).
+# The longest tests first (tests/durations.json), and the tests that share a module's fixture on one
+# worker (tests/scheduling.py).
 __all__ = ["pytest_collection_modifyitems", "pytest_configure_node", "pytest_xdist_make_scheduler"]
 
 RUNTIME_ENV = "REPLENISHER_TEST_RUNTIME"
@@ -74,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Each pytest-xdist worker picks ports from its own slice (REPLENISHER_FREE_PORTS), it and every
     process it starts. A port one worker handed its service stays free while a test has the service
     down; another worker picking it then kept the service from starting again (CI, on-call test)."""
+    register_recorder(config)
     worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
     if worker and count > 1:
         low, high = worker_ranges(count, os.environ)[int(worker.removeprefix("gw"))]
