@@ -86,7 +86,8 @@ class DockerRuntime:
             import testcontainers.core.container  # noqa: F401
         except ImportError as exc:
             raise RuntimeUnavailableError(
-                f"REPLENISHER_TEST_RUNTIME=docker needs testcontainers installed ({exc})"
+                "REPLENISHER_TEST_RUNTIME=docker needs testcontainers: "
+                f".venv/bin/pip install -e '.[dev,docker]' ({exc})"
             ) from exc
         try:
             docker.from_env().ping()
