@@ -85,8 +85,7 @@ def read_durations(path: Path, pass_name: str) -> dict[str, float]:
 def longest_first(items: list[pytest.Item], groups: Mapping[str, str], durations: Mapping[str, float]) -> None:
     """Sort `items` so the units (a group's tests together, else each test) come longest first, the
     tests of a unit in their own order. Every worker sorts its identical collection the same way."""
-    known = sorted(durations.values())
-    typical = statistics.median(known) if known else 1.0
+    typical = statistics.median(durations.values()) if durations else 1.0
 
     def guess(item: pytest.Item) -> float:
         if item.nodeid in durations:
@@ -100,8 +99,8 @@ def longest_first(items: list[pytest.Item], groups: Mapping[str, str], durations
         unit = unit_of[item.nodeid]
         total[unit] = total.get(unit, 0.0) + guess(item)
         first.setdefault(unit, index)
-    position = {item.nodeid: index for index, item in enumerate(items)}
-    items.sort(key=lambda item: (-total[unit_of[item.nodeid]], first[unit_of[item.nodeid]], position[item.nodeid]))
+    # A stable sort: the tests of a unit keep their order.
+    items.sort(key=lambda item: (-total[unit_of[item.nodeid]], first[unit_of[item.nodeid]]))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -147,9 +146,11 @@ class Recorder:
 
 
 def write_durations(path: Path, pass_name: str, durations: Mapping[str, float]) -> None:
-    """This pass's map replaced by `durations` (to the tenth of a second), the other pass's kept."""
+    """`durations` (to the tenth of a second) into this pass's map: a run of part of the suite
+    (`PYTEST_ARGS=-k ...`) updates the tests it ran and keeps the others', and the other pass's."""
     recorded: dict[str, dict[str, float]] = json.loads(path.read_text()) if path.exists() else {}
-    recorded[pass_name] = {test: round(seconds, 1) for test, seconds in sorted(durations.items())}
+    merged = recorded.get(pass_name, {}) | {test: round(seconds, 1) for test, seconds in durations.items()}
+    recorded[pass_name] = dict(sorted(merged.items()))
     path.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
 
 

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from scheduling import longest_first
+from scheduling import longest_first, write_durations
 
 TESTS_DIR = Path(__file__).parent
 
@@ -146,3 +146,14 @@ def test_a_group_counts_as_the_sum_of_its_tests_and_keeps_its_order() -> None:
     assert [i.nodeid for i in items] == ["a.py::one", "a.py::two", "b.py::long", "c.py::slow", "d.py::x"]
     longest_first(items, {}, durations)  # without the group, the 40 s test goes first
     assert [i.nodeid for i in items] == ["b.py::long", "c.py::slow", "a.py::two", "a.py::one", "d.py::x"]
+
+
+def test_a_partial_recording_updates_the_tests_it_ran_and_keeps_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "durations.json"
+    write_durations(path, "first", {"a.py::one": 20.04, "b.py::two": 3.0})
+    write_durations(path, "always_replay", {"a.py::one": 30.0})
+    write_durations(path, "first", {"a.py::one": 12.26})  # `-k one`: only that test ran
+    assert json.loads(path.read_text()) == {
+        "always_replay": {"a.py::one": 30.0},
+        "first": {"a.py::one": 12.3, "b.py::two": 3.0},
+    }

@@ -69,7 +69,9 @@ async def first_failure(admin: Admin, keys: list[str]) -> float | None:
         f"WHERE i.target_service_key IN ({listed})"
     )
     # Not cut at the kill's moment by Restate's own timestamps: a CI run recorded an outage's only
-    # refusal with a time before the kill, even cut to the millisecond (cause not found yet). The
+    # refusal with a time before the kill, even cut to the millisecond. Restate's invoker records a
+    # transient error only once while it repeats unchanged with no new command in between
+    # (`should_emit_transient_error_event`), so the one row kept can be an earlier attempt's. The
     # scenario's keys are fresh, so every outage Restate recorded for them is the test's one.
     times = [f.at for f in transient_failures(rows) if is_outage(f)]
     return min(times, default=None)
