@@ -131,7 +131,7 @@ async def rows_of(
     active = [r.active.run_id for r in records if r.active is not None]
     waiting = await client.waiting_runs()
     invocations = await client.run_invocations(active)
-    since = await client.waiting_since([r for r in active if r in waiting])
+    since = await client.waiting_since({r: invocations[r].id for r in active if r in waiting and r in invocations})
     states = await client.run_states(active)
     paused: dict[str, list[PausedCall]] = {}
     for call in await client.paused():

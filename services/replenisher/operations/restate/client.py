@@ -144,8 +144,8 @@ class RestateClient:
     async def run_states(self, run_ids: list[str]) -> dict[str, State]:
         return await read_models.run_states(self.http, run_ids)
 
-    async def waiting_since(self, run_ids: list[str]) -> dict[str, float]:
-        return await read_models.waiting_since(self.http, run_ids)
+    async def waiting_since(self, invocation_ids: dict[str, str]) -> dict[str, float]:
+        return await read_models.waiting_since(self.http, invocation_ids)
 
     async def run_invocations(self, run_ids: list[str]) -> dict[str, Invocation]:
         return await read_models.run_invocations(self.http, run_ids)

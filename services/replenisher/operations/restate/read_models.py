@@ -128,17 +128,22 @@ async def run_states(http: RestateHttp, run_ids: list[str]) -> dict[str, State]:
 # --- what Restate recorded of their calls ------------------------------------------------------
 
 
-async def waiting_since(http: RestateHttp, run_ids: list[str]) -> dict[str, float]:
-    """When each run last started waiting: its last `waiting` state write in the journal."""
-    if not run_ids:
+async def waiting_since(http: RestateHttp, invocation_ids: dict[str, str]) -> dict[str, float]:
+    """When each run (run id -> its `run` invocation's id) last started waiting: its last
+    `waiting` state write in the journal.
+
+    Read by invocation id, not through a join with `sys_invocation`: Restate looks up the given
+    invocations' entries instead of scanning every journal it keeps (a cost that grows with all
+    the runs on record, not with the page asked for)."""
+    if not invocation_ids:
         return {}
+    run_of = {invocation_id: run for run, invocation_id in invocation_ids.items()}
     rows = await http.sql(
-        "SELECT i.target_service_key AS run, max(j.appended_at) AS since FROM sys_journal j "
-        "JOIN sys_invocation i ON j.id = i.id "
-        f"WHERE i.target IN {_run_targets(run_ids)} AND j.entry_type = 'Command: SetState' "
-        f"AND j.entry_lite_json LIKE {literal(f'%{json.dumps(names.WAITING)}%')} GROUP BY i.target_service_key"
+        "SELECT id, max(appended_at) AS since FROM sys_journal "
+        f"WHERE id IN {among(sorted(run_of))} AND entry_type = 'Command: SetState' "
+        f"AND entry_lite_json LIKE {literal(f'%{json.dumps(names.WAITING)}%')} GROUP BY id"
     )
-    return {r["run"]: t for r in rows if (t := epoch(r.get("since"))) is not None}
+    return {run_of[r["id"]]: t for r in rows if r.get("id") in run_of and (t := epoch(r.get("since"))) is not None}
 
 
 async def run_invocations(http: RestateHttp, run_ids: list[str]) -> dict[str, Invocation]:
@@ -169,12 +174,19 @@ async def failures(http: RestateHttp, invocation_id: str) -> list[TransientFailu
 
 
 async def sku_agent_failures(http: RestateHttp, sku: str) -> list[TransientFailure]:
-    """Failed attempts of the SKU agent's invocations (check, deliver, ...) still on record."""
+    """Failed attempts of the SKU agent's invocations (check, deliver, ...) still on record.
+
+    The agent's invocations first, then their events by id: a join would make Restate read
+    every invocation's events it keeps, whatever the SKU."""
+    ids = await http.sql(
+        f"SELECT id FROM sys_invocation WHERE target_service_name = {literal(names.SKU_AGENT)} "
+        f"AND target_service_key = {literal(valid_sku(sku))}"
+    )
+    if not ids:
+        return []
     rows = await http.sql(
-        "SELECT e.after_journal_entry_index, e.appended_at, e.event_type, e.event_json "
-        "FROM sys_journal_events e JOIN sys_invocation i ON e.id = i.id "
-        f"WHERE i.target_service_name = {literal(names.SKU_AGENT)} "
-        f"AND i.target_service_key = {literal(valid_sku(sku))}"
+        "SELECT after_journal_entry_index, appended_at, event_type, event_json FROM sys_journal_events "
+        f"WHERE id IN {among(sorted(str(r['id']) for r in ids))}"
     )
     return transient_failures(rows)
 
