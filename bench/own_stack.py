@@ -18,6 +18,7 @@ from replenisher.stack.processes import (
     restate_env_for_workers,
     service_server,
 )
+from replenisher.stack.reaper import reap_with_this_process
 from replenisher.stack.runtime import BinaryRuntime
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +43,9 @@ def start_own_stack(
     world_env: Mapping[str, str] | None = None,
     service_workers: int | None = None,
 ) -> OwnStack:
-    """Everything up and the service registered; whatever started is stopped again if a part fails."""
+    """Everything up and the service registered; whatever started is stopped again if a part fails,
+    and killed if the bench script dies before it stops them."""
+    reap_with_this_process()
     started: list[ManagedProcess] = []
 
     def up(process: ManagedProcess) -> None:

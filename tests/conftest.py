@@ -39,6 +39,7 @@ from replenisher.stack.processes import (
     restate_env_for_workers,
     service_server,
 )
+from replenisher.stack.reaper import reap_with_this_process
 from replenisher.stack.runtime import RestateRuntime, RuntimeUnavailableError, make_runtime
 from scheduling import (
     pytest_collection_modifyitems,
@@ -77,6 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
     process it starts. A port one worker handed its service stays free while a test has the service
     down; another worker picking it then kept the service from starting again (CI, on-call test)."""
     register_recorder(config)
+    # A session killed before its teardown (SIGKILL, a timeout that ends it) leaves no stack behind.
+    reap_with_this_process()
     worker, count = os.environ.get("PYTEST_XDIST_WORKER"), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
     if worker and count > 1:
         low, high = worker_ranges(count, os.environ)[int(worker.removeprefix("gw"))]

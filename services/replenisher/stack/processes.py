@@ -1,8 +1,10 @@
 """Real OS processes of the local stack, one object per process.
 
 Each process runs in its own session (process group), so that stopping it also stops
-anything it spawned and nothing is orphaned when the parent dies. Output goes to a log
-file opened in append mode, so a restarted process keeps its earlier history.
+anything it spawned. A session outlives the process that started it: one that opted in
+(`reaper.reap_with_this_process`, as the test suite does) has its groups killed if it dies
+without stopping them. Output goes to a log file opened in append mode, so a restarted
+process keeps its earlier history.
 
 Stop signals differ on purpose: restate-server shuts down gracefully on SIGTERM, while
 the Restate SDK replaces hypercorn's SIGTERM handler with its own, so hypercorn (and granian,
@@ -25,7 +27,7 @@ from typing import Literal, get_args
 
 import httpx
 
-from replenisher.stack import tls
+from replenisher.stack import reaper, tls
 from replenisher.stack.install import ensure_restate
 from replenisher.stack.ports import LOOPBACK, RestatePorts, ensure_ports_free
 
@@ -117,6 +119,12 @@ def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while group_members(pgid) and time.monotonic() < deadline:
         time.sleep(_POLL_INTERVAL / 5)
+
+
+def _forget_if_gone(pgid: int) -> None:
+    """The reaper need not kill this group any more, unless something of it still runs."""
+    if not Path("/proc").is_dir() or not group_members(pgid):
+        reaper.forget(pgid)
 
 
 def wait_dead(pid: int, timeout: float) -> bool:
@@ -239,6 +247,7 @@ class ManagedProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        reaper.watch(self._popen.pid)
 
     def wait_ready(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
@@ -273,6 +282,7 @@ class ManagedProcess:
         # Children of the group that outlived their leader go too.
         _signal_group(self._popen.pid, signal.SIGKILL)
         _wait_group_gone(self._popen.pid)
+        _forget_if_gone(self._popen.pid)
 
     def kill(self) -> None:
         """SIGKILL, no chance to clean up: what a crash looks like."""
@@ -281,6 +291,7 @@ class ManagedProcess:
         _signal_group(self._popen.pid, signal.SIGKILL)
         self._popen.wait(10.0)
         _wait_group_gone(self._popen.pid)
+        _forget_if_gone(self._popen.pid)
 
     def restart(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
         """Stop if still running, then start again with the same ports, env and data."""
