@@ -44,6 +44,14 @@ WORKERS = 2
 CALLS = 480
 CONCURRENCY = 32
 SKUS = 60
+# What tells a worker that serves Restate's calls from one that only holds a connection: the CPU of
+# this many of the checks. The idle worker under Restate's default (the last test) spent under
+# 0.01 CPU-s, about three checks' worth; with one stream a connection each worker did 13 to 87% of
+# the work. How the calls split is not ours to set: Restate's pool picks the connection each call
+# takes, and the scheduler which worker accepted it. Beside two busy processes the split was 13/87,
+# and once 17/83 with the connections 32/11 the other way round. So the share is not the claim;
+# serving is, and the last test checks the same bound from the other side.
+SERVING_CALLS = 24
 
 
 @dataclass
@@ -142,8 +150,9 @@ async def test_restates_calls_reach_both_workers(worker_stack: WorkerStack) -> N
     assert len(serving) == WORKERS, f"connections from Restate by pid: {connections}"
     total = sum(spent[pid] for pid in serving)
     shares = {pid: round(spent[pid] / total, 2) for pid in serving}
-    # Each worker did a real part of the work (measured: 40 to 60% each), not one worker alone.
-    assert all(share >= 0.15 for share in shares.values()), f"CPU shares of the workers: {shares}"
+    # Each worker served calls, not one worker alone with the other holding an idle connection.
+    per_call = total / CALLS
+    assert all(spent[pid] >= SERVING_CALLS * per_call for pid in serving), f"CPU shares of the workers: {shares}"
 
 
 @pytest.mark.parametrize("worker_stack", ["granian", "hypercorn"], indirect=True)
@@ -194,3 +203,6 @@ async def test_with_restates_default_streams_one_worker_takes_every_call(worker_
     assert sum(connections.values()) <= 2, f"connections from Restate by pid: {connections}"
     busiest = max(spent, key=lambda pid: spent[pid])
     assert spent[busiest] / sum(spent.values()) >= 0.9, f"CPU of the service's processes: {spent}"
+    # The bound the test above holds each worker to, from the other side: an idle worker is below it.
+    per_call = sum(spent.values()) / CALLS
+    assert all(spent[pid] < SERVING_CALLS * per_call for pid in spent if pid != busiest), spent
