@@ -207,11 +207,12 @@ async def test_a_watched_skus_checks_fall_at_its_own_time_of_the_working_day(sce
         ticks = await admin.asql(
             f"SELECT id FROM sys_invocation WHERE target = 'SkuAgent/{scenario.sku}/tick' AND status = 'completed'"
         )
-        rows: list[dict[str, Any]] = []
-        for tick in ticks:
-            rows += await admin.asql(
-                f"SELECT entry_json FROM sys_journal WHERE id = '{tick['id']}' AND entry_type = 'Command: OneWayCall'"
-            )
+        if not ticks:
+            return None
+        ids = ", ".join(f"'{tick['id']}'" for tick in ticks)
+        rows = await admin.asql(
+            f"SELECT entry_json FROM sys_journal WHERE id IN ({ids}) AND entry_type = 'Command: OneWayCall'"
+        )
         return rows or None
 
     [row] = await eventually(sent_tick, timeout=10, what="the first tick's send of the next")
