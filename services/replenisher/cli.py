@@ -115,8 +115,9 @@ def _url(args: argparse.Namespace | None, attr: str, flag: str, env: str, defaul
 
 
 def emit(args: argparse.Namespace, data: Any, human: Callable[[], str]) -> None:
-    """`--json`: the data as JSON on stdout; otherwise the human rendering."""
-    if args.json:
+    """`--json` (or `--format json`, where a command offers it): the data as JSON on stdout;
+    otherwise the human rendering."""
+    if args.json or getattr(args, "format", None) == "json":
         print(json.dumps(jsonable(data), indent=2))
     else:
         print(human())
@@ -758,6 +759,9 @@ def parser() -> argparse.ArgumentParser:
         "--limit", type=count, default=PER_PAGE, help=f"at most this many rows (default {PER_PAGE}; 0: all)"
     )
     skus.add_argument("--offset", type=count, default=0, help="skip this many rows first (default 0)")
+    skus.add_argument(
+        "--format", choices=("text", "json"), default="text", help="how to print the rows (text; json as --json)"
+    )
     sub.add_parser(
         "status", parents=[common], help="one SKU agent: active run, pending approval, outcomes"
     ).add_argument("sku")

@@ -39,6 +39,8 @@ async def test_skus_pages_with_limit_and_offset_and_says_where_the_page_sits(
     every = await cli("skus", "--search", prefix, "--json")
     assert every.code == 0 and every.err == "", every
     assert [row["sku"] for row in json.loads(every.out)] == skus, "all five, by SKU, and nothing on stderr"
+    formatted = await cli("skus", "--search", prefix, "--format", "json")
+    assert formatted.code == 0 and json.loads(formatted.out) == json.loads(every.out), formatted
 
     first = await cli("skus", "--search", prefix, "--limit", "2")
     assert first.code == 0, first
@@ -65,6 +67,7 @@ async def test_skus_pages_with_limit_and_offset_and_says_where_the_page_sits(
         (["--offset", "x"], "argument --offset: 'x' is not a whole number"),
         (["--search", "<script>"], "--search '<script>': letters, digits"),
         (["--sort", "price"], "argument --sort: invalid choice: 'price'"),
+        (["--format", "xml"], "argument --format: invalid choice: 'xml'"),
     ],
 )
 async def test_bad_paging_is_one_clear_line_and_a_non_zero_exit(cli: Cli, args: list[str], reason: str) -> None:
