@@ -43,6 +43,9 @@
 #                     `scale: skus=N ticks=T late_p99_s=L cpu_ms_per_tick=C engine_mb=E skus_page_ms=P`
 #                     (SERVICE_WORKERS=2: the service on two workers; `python -m bench.scale --service-workers 1 2 1 2`
 #                     alternates one and two workers at each size)
+#   make bench-state-scan  Restate's SQL over 1,000 to 100,000 objects on 1 and 4 partitions, against a handler's
+#                     read (about ten minutes); writes bench/results/state-scan-full.json and ends with
+#                     `state-scan: rows=N point_sql_vs_handler=Rx point_sql_growth=Gx (from rows=M)`
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
 #   make lambda-test  the Lambda tests, with deployment zips for both x86_64 and arm64
 
@@ -82,7 +85,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots docs lint clean \
-	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick \
+	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick bench-state-scan \
 	cluster-test lambda-test test-repeat test-durations upgrade-check upgrade-corpus
 
 setup: $(INSTALLED) restate
@@ -263,6 +266,10 @@ bench-scale: setup
 
 bench-scale-quick: setup
 	$(BIN)/python -m bench.scale --plan quick
+
+# Restate alone (bench/state_scan.py): why a list of 100,000 SKUs cannot page through SQL.
+bench-state-scan: setup
+	$(BIN)/python -m bench.state_scan --plan full --partitions 1 4
 
 # Stop a running stack first: deleting .stack under live processes would orphan them.
 clean:
