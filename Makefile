@@ -43,6 +43,9 @@
 #                     `scale: skus=N ticks=T late_p99_s=L cpu_ms_per_tick=C engine_mb=E skus_page_ms=P`
 #                     (SERVICE_WORKERS=2: the service on two workers; `python -m bench.scale --service-workers 1 2 1 2`
 #                     alternates one and two workers at each size)
+#   make bench-engine-memory  what holds restate-server's memory at 1,000, 5,000 and 10,000 waiting runs, at RocksDB
+#                     budgets of 256, 128 and 64 MiB (about ten minutes); writes bench/results/engine-memory.json and ends with
+#                     `engine-memory: budget=B kb_per_waiting_run=K block_cache_kb=C rest_kb=O (...) last_step_kb=L (...)`
 #   make bench-state-scan  Restate's SQL over 1,000 to 100,000 objects on 1 and 4 partitions, against a handler's
 #                     read (about ten minutes); writes bench/results/state-scan-full.json and ends with
 #                     `state-scan: rows=N point_sql_vs_handler=Rx point_sql_growth=Gx (from rows=M)`
@@ -85,7 +88,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots docs lint clean \
-	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick bench-state-scan \
+	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick bench-state-scan bench-engine-memory \
 	cluster-test lambda-test test-repeat test-durations upgrade-check upgrade-corpus
 
 setup: $(INSTALLED) restate
@@ -254,6 +257,9 @@ bench-partitions: $(BENCH_INSTALLED) restate
 
 bench-loglet: $(BENCH_INSTALLED) restate
 	$(BIN)/python -m bench.loglet
+
+bench-engine-memory: $(BENCH_INSTALLED) restate
+	$(BIN)/python -m bench.engine_memory --budgets "256 MiB" "128 MiB" "64 MiB"
 
 # No peers: the bench's own packages and Restate are enough.
 bench-model-calls: $(BENCH_INSTALLED) restate

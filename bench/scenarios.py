@@ -333,7 +333,17 @@ class Driver:
             raise BenchError(f"{sku} asked for the live price before it was approved")
         return {"sku": sku, "latency_s": first["at"] - sent}
 
-    async def idle_cost(self, sizes: list[int], wakes: int, settle: float, tag: str = "") -> list[JSON]:
+    async def idle_cost(
+        self,
+        sizes: list[int],
+        wakes: int,
+        settle: float,
+        tag: str = "",
+        observe: Callable[[], Awaitable[JSON]] | None = None,
+    ) -> list[JSON]:
+        """Runs left waiting for their approval, `sizes` of them in turn: at each, the memory, tasks
+        and disk they cost, then `wakes` of the oldest woken. `observe`, when given, adds what it
+        reads at each size (after the memory) to the point as `observed`."""
         total = max(sizes)
         skus = [f"I{tag}-{i}" for i in range(total)]
         self.say(f"    stocking the world with {total} SKUs")
@@ -362,6 +372,7 @@ class Driver:
             await asyncio.sleep(settle)
             waiting = size - woken
             memory = self.meter.memory()
+            observed = await observe() if observe is not None else None
             stats = await self.stats()
             disk = dir_mb(data) if data else 0.0
             # Approvals go straight to the SKU's address, so the world still lists the woken as pending.
@@ -393,6 +404,8 @@ class Driver:
                     "wake_one": {"latency": summary_ms(wake_latencies), **cost},
                 }
             )
+            if observed is not None:
+                points[-1]["observed"] = observed
         return points
 
     async def suspended_count(self, run_ids: Sequence[str]) -> int:
