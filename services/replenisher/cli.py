@@ -115,9 +115,8 @@ def _url(args: argparse.Namespace | None, attr: str, flag: str, env: str, defaul
 
 
 def emit(args: argparse.Namespace, data: Any, human: Callable[[], str]) -> None:
-    """`--json` (or `--format json`, where a command offers it): the data as JSON on stdout;
-    otherwise the human rendering."""
-    if args.json or getattr(args, "format", None) == "json":
+    """`--json`: the data as JSON on stdout; otherwise the human rendering."""
+    if args.json:
         print(json.dumps(jsonable(data), indent=2))
     else:
         print(human())
@@ -924,6 +923,8 @@ def _main(argv: Iterable[str] | None) -> int:
         from replenisher.upgrade.command import run as run_upgrade_check
 
         return run_upgrade_check(args)
+    if getattr(args, "format", None) == "json":
+        args.json = True  # `skus --format json`: the same as --json, in what it prints and what it leaves out
     try:
         return asyncio.run(run_client_command(args))
     except Unreachable as e:
