@@ -46,6 +46,7 @@ from typing import Any
 
 import httpx
 
+from replenisher.operations.restate.http import RestateHttp, literal
 from replenisher.stack.admin import register_deployment
 from replenisher.stack.ports import RestatePorts, free_port
 from replenisher.stack.processes import HypercornApp, ManagedProcess
@@ -72,16 +73,17 @@ def entry_of(i: int) -> str:
 
 
 def queries(probe_key: str, invocation_id: str) -> dict[str, str]:
-    where = f"service_name = '{OBJECT}'"
+    where = f"service_name = {literal(OBJECT)}"
+    key = literal(probe_key)
     return {
-        "point_sql": f"SELECT value_utf8 FROM state WHERE {where} AND key = 'list' AND service_key = '{probe_key}'",
+        "point_sql": f"SELECT value_utf8 FROM state WHERE {where} AND key = 'list' AND service_key = {key}",
         "count": f"SELECT COUNT(*) AS n FROM state WHERE {where} AND key = 'list'",
         "page": (
             f"SELECT service_key, value_utf8 FROM state WHERE {where} AND key = 'list' "
             f"ORDER BY value_utf8 LIMIT {PAGE} OFFSET {PAGE_OFFSET}"
         ),
         "paused": "SELECT id FROM sys_invocation WHERE status = 'paused'",
-        "journal_by_id": f"SELECT index, entry_type FROM sys_journal WHERE id = '{invocation_id}'",
+        "journal_by_id": f"SELECT index, entry_type FROM sys_journal WHERE id = {literal(invocation_id)}",
     }
 
 
@@ -89,13 +91,7 @@ class Probe:
     def __init__(self, restate: BinaryRuntime, client: httpx.AsyncClient) -> None:
         self.restate = restate
         self.client = client
-
-    async def sql(self, query: str) -> list[dict[str, Any]]:
-        r = await self.client.post(
-            f"{self.restate.admin_url}/query", json={"query": query}, headers={"accept": "application/json"}
-        )
-        r.raise_for_status()
-        return list(r.json()["rows"])
+        self.sql = RestateHttp(restate.ingress_url, restate.admin_url, client).sql
 
     async def fill(self, start: int, stop: int, record_bytes: int) -> float:
         """Keys `start` to `stop` filled through the ingress; seconds until Restate has run every put."""
@@ -112,7 +108,7 @@ class Probe:
         deadline = time.monotonic() + FILL_TIMEOUT_S
         while True:
             rows = await self.sql(
-                f"SELECT COUNT(*) AS n FROM sys_invocation WHERE target_service_name = '{OBJECT}' "
+                f"SELECT COUNT(*) AS n FROM sys_invocation WHERE target_service_name = {literal(OBJECT)} "
                 "AND status != 'completed'"
             )
             if int(rows[0]["n"]) == 0:
@@ -168,7 +164,8 @@ async def measure(partitions: int, sizes: list[int], record_bytes: int, tries: i
                 fill_s = await probe.fill(filled, size, record_bytes)
                 filled = size
                 probe_key = key_of(size // 2)
-                found_id = await probe.sql(f"SELECT id FROM sys_invocation WHERE target = '{OBJECT}/{probe_key}/put'")
+                target = literal(f"{OBJECT}/{probe_key}/put")
+                found_id = await probe.sql(f"SELECT id FROM sys_invocation WHERE target = {target}")
                 invocation_id = str(found_id[0]["id"])
                 row: dict[str, Any] = {"partitions": partitions, "rows": size, "fill_s": round(fill_s, 1)}
                 for name, query in queries(probe_key, invocation_id).items():
@@ -238,8 +235,6 @@ def main(argv: list[str] | None = None) -> int:
             rows += asyncio.run(measure(partitions, PLANS[args.plan], args.record_bytes, args.tries, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if args.out is None:
-        RESULTS.mkdir(parents=True, exist_ok=True)
     meta = {
         "plan": args.plan,
         "record_bytes": args.record_bytes,
@@ -249,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
     }
     out = args.out or RESULTS / f"state-scan-{args.plan}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")
     print(f"written {out}", file=sys.stderr)
     print(closing_line(rows), flush=True)
