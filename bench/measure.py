@@ -19,7 +19,17 @@ import psutil
 from bench.percentiles import percentile
 from bench.procfs import dir_mb, task_cpu_seconds
 
-__all__ = ["Meter", "Reading", "cpu_seconds", "dir_mb", "memory_mb", "percentile", "summary_ms", "tree"]
+__all__ = [
+    "Meter",
+    "Reading",
+    "cpu_by_process",
+    "cpu_seconds",
+    "dir_mb",
+    "memory_mb",
+    "percentile",
+    "summary_ms",
+    "tree",
+]
 
 
 def tree(pid: int) -> list[psutil.Process]:
@@ -35,6 +45,11 @@ def cpu_seconds(pid: int) -> float:
     for proc in tree(pid):
         total += _process_cpu(proc)
     return total
+
+
+def cpu_by_process(pid: int) -> dict[int, float]:
+    """CPU seconds of each process in the tree, by pid: for a window in which processes come and go."""
+    return {proc.pid: _process_cpu(proc) for proc in tree(pid)}
 
 
 def _process_cpu(proc: psutil.Process) -> float:

@@ -23,8 +23,10 @@ from typing import Any
 import aiohttp
 import psutil
 
+from bench.measure import cpu_by_process, cpu_seconds
 from bench.model_calls import run_model_calls
 from bench.plan import PLANS, Plan
+from bench.restart import cpu_grown, recovery_share
 from bench.retry import once_more
 from bench.scenarios import BenchError, Deadline, Driver, poll
 from bench.systems import DbosPostgres, DbosSqlite, Floor, Ours, System, Temporal
@@ -56,19 +58,65 @@ def say(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-async def wait_quiet(driver: Driver, limit: float = 120.0) -> float:
-    """After a restart: seconds until the service stops working through recovered runs."""
+QUIET_FOR = 5.0
+"""Seconds of a quiet worker that end its recovery. DBOS 3.4 re-enqueues the pending workflows on an
+internal queue whose poller takes them up a second or more after the worker answers: one quiet
+half-second right after the restart (the rule before) came before any was recovered, and the
+recovery then ran inside the first cold wakes' windows (their idle rate read at 90% busy)."""
+
+
+async def wait_quiet(driver: Driver, limit: float = 300.0, quiet_for: float = QUIET_FOR) -> float:
+    """After a restart: seconds until the service stopped working through recovered runs, once it has
+    stayed quiet (under a tenth of a core) for `quiet_for` seconds; the quiet stretch is not counted."""
     started = time.monotonic()
     assert driver.system.service is not None and driver.system.service.pid is not None
     pid = driver.system.service.pid
-    from bench.measure import cpu_seconds
-
+    quiet_since: float | None = None
     while time.monotonic() - started < limit:
-        before = cpu_seconds(pid)
+        before, at = cpu_seconds(pid), time.monotonic()
         await asyncio.sleep(0.5)
-        if cpu_seconds(pid) - before < 0.05:
-            break
-    return round(time.monotonic() - started, 2)
+        if cpu_seconds(pid) - before >= 0.05:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = at
+        if quiet_since is not None and time.monotonic() - quiet_since >= quiet_for:
+            return round(quiet_since - started, 2)
+    raise BenchError(f"the restarted worker was still busy after {limit:.0f} s")
+
+
+async def restart_cost(driver: Driver) -> dict[str, Any]:
+    """Restart the worker and wait until it goes quiet: how long, and the CPU it took in seconds.
+
+    The service's is the new worker's whole CPU (its start and whatever it recovered); the
+    engine's is what its processes spent from the restart to the quiet (`cpu_grown`); each less
+    its idle rate over that time, as the wakes' costs are. A DBOS worker re-runs every pending
+    workflow from the top as it starts, so the runs a later wake finds "cold" have been replayed
+    already: this is where that replay's CPU shows."""
+    system = driver.system
+    assert system.service is not None
+    # The old worker's stop is not the recovery (and a peer may take its whole grace period to
+    # go): the window opens once it is gone.
+    system.service.stop()
+    engine_pid = system.engine.pid if system.engine is not None else None  # DBOS on SQLite has none
+    engine_before = cpu_by_process(engine_pid) if engine_pid is not None else {}
+    t = time.monotonic()
+    system.service.start()
+    system.service.wait_ready(60)
+    driver.refresh_pids()
+    ready = time.monotonic() - t
+    quiet = await wait_quiet(driver)
+    elapsed = time.monotonic() - t
+    assert system.service.pid is not None
+    service_s = cpu_seconds(system.service.pid) - driver.idle_rate.get("service", 0.0) * elapsed
+    cpu_s = {"service": round(max(service_s, 0.0), 4)}
+    if engine_pid is not None:
+        engine_s = cpu_grown(engine_before, cpu_by_process(engine_pid)) - driver.idle_rate.get("engine", 0.0) * elapsed
+        cpu_s["engine"] = round(max(engine_s, 0.0), 4)
+    return {"ready_s": round(ready, 2), "recovery_s": quiet, "cpu_s": cpu_s}
+
+
+def cold_runs_ids(runs: dict[int, list[str]]) -> list[str]:
+    return [run_id for ids in runs.values() for run_id in ids]
 
 
 async def measure(system: System, plan: Plan) -> dict[str, Any]:
@@ -147,26 +195,37 @@ async def wake_up(driver: Driver, plan: Plan, suspending: bool) -> dict[str, Any
             result = await driver.wake(ids)
             wake["hot"][str(steps)] = result
             say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
-    if system.restartable or suspending:
+    if suspending:
         cold_runs = await start_waiting(driver, plan, "cold")
-        if suspending:
-            cold_ids = [run_id for ids in cold_runs.values() for run_id in ids]
-            expected = len(cold_ids)
+        cold_ids = cold_runs_ids(cold_runs)
+        expected = len(cold_ids)
 
-            async def all_suspended() -> bool:
-                return await driver.suspended_count(cold_ids) >= expected
+        async def all_suspended() -> bool:
+            return await driver.suspended_count(cold_ids) >= expected
 
-            await poll(all_suspended, 60, f"{expected} waiting runs to suspend", interval=0.5)
-            out["cold_state"] = "suspended"
-        else:
-            say(f"  {system.name}: restarting the worker")
-            t = time.monotonic()
-            system.restart_service()
-            driver.refresh_pids()
-            quiet = await wait_quiet(driver)
-            out["restart"] = {"ready_s": round(time.monotonic() - t - quiet, 2), "recovery_s": quiet}
-            out["cold_state"] = "after a worker restart"
+        await poll(all_suspended, 60, f"{expected} waiting runs to suspend", interval=0.5)
+        out["cold_state"] = "suspended"
         for steps, ids in cold_runs.items():
+            result = await driver.wake(ids)
+            wake["cold"][str(steps)] = result
+            say(f"    cold wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
+    elif system.restartable:
+        # What a restart costs with nothing to recover (the hot runs are done): the worker's own
+        # start, taken off each restart below so only the recovery is charged to the cold runs.
+        say(f"  {system.name}: restarting the worker with no run waiting")
+        out["restart_empty"] = await restart_cost(driver)
+        out["cold_state"] = "after a worker restart"
+        out["restart"], out["recovery_cpu_ms_per_cold_run"] = {}, {}
+        # A restart for each K, with only that K's runs waiting: a worker that re-runs its pending
+        # runs as it starts (DBOS) spends on a run about what its journal holds, so runs 500 steps
+        # long recovered beside runs 30 long would put most of their recovery on the short ones.
+        for steps in plan.wake_steps:
+            ids = (await start_waiting(driver, plan, "cold", only=steps))[steps]
+            say(f"  {system.name}: restarting the worker with {len(ids)} runs of {steps} steps waiting")
+            restart = await restart_cost(driver)
+            share = recovery_share(restart, out["restart_empty"], len(ids))
+            out["restart"][str(steps)], out["recovery_cpu_ms_per_cold_run"][str(steps)] = restart, share
+            say(f"    recovered in {restart['recovery_s']} s: {share} ms of CPU per run")
             # No readiness query here: answering one would make Temporal replay the run and warm it.
             result = await driver.wake(ids)
             wake["cold"][str(steps)] = result
@@ -175,11 +234,11 @@ async def wake_up(driver: Driver, plan: Plan, suspending: bool) -> dict[str, Any
     return out
 
 
-async def start_waiting(driver: Driver, plan: Plan, tag: str) -> dict[int, list[str]]:
-    """The plan's runs for each K started, and every one waiting for its approval before any
-    is woken: a wake must not share the machine with runs still starting."""
+async def start_waiting(driver: Driver, plan: Plan, tag: str, only: int | None = None) -> dict[int, list[str]]:
+    """The plan's runs for each K (or only for K = `only`) started, and every one waiting for its
+    approval before any is woken: a wake must not share the machine with runs still starting."""
     runs: dict[int, list[str]] = {}
-    for steps in plan.wake_steps:
+    for steps in plan.wake_steps if only is None else [only]:
         n = plan.samples(steps)
         say(f"  {driver.system.name}: {n} runs with {steps} journaled steps, waiting for approval ({tag})")
         runs[steps] = await driver.start_bench_runs(steps, n, tag)

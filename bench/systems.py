@@ -94,10 +94,6 @@ class System:
         self.world.start()
         self.world.wait_ready()
 
-    def restart_service(self) -> None:
-        assert self.service is not None
-        self.service.restart(60)
-
     def stop(self) -> None:
         # The engine first: a service holding open invocations then has nothing left to drain.
         for process in (self.engine, self.service, self.world):

@@ -14,6 +14,7 @@ import pytest
 from bench.model_calls import RunCount, lines, per_replenishment
 from bench.plan import FULL, QUICK
 from bench.report import END, PAGE, PEERS, START, idle_sizes_lines, page_table, summary_line, table, write_page
+from bench.restart import cpu_grown, recovery_share
 from bench.retry import TransientError, once_more
 
 from support import REPO_ROOT
@@ -441,3 +442,59 @@ def test_the_table_says_how_many_runs_waited_for_each_systems_idle_cost() -> Non
     assert "ours 100, 980 and 9,960; Temporal 100 and 980." in line, line
     assert "floor" not in line
     assert idle_sizes_lines({"systems": {"asyncio": {"label": "floor"}}}) == []
+
+
+# --- a cold wake after a worker restart carries its share of the restart's recovery (issue 33, item 4)
+
+
+def committed(share: dict[str, float] | None = None) -> dict[str, Any]:
+    """The committed results, DBOS on PostgreSQL given a recovery share as a run now records it."""
+    results: dict[str, Any] = json.loads(RESULTS.read_text())
+    if share is not None:
+        # K=10's share is not K=30's: each K's runs are recovered by a restart of their own.
+        results["systems"]["dbos-postgres"]["recovery_cpu_ms_per_cold_run"] = {"10": {"service": 1.0}, "30": share}
+    return results
+
+
+def test_a_cold_wake_after_a_restart_is_charged_its_share_of_the_recovery_and_the_table_shows_the_share() -> None:
+    cold = bench.report._wake_cpu("cold")
+    before = committed()
+    after = committed({"service": 150.0, "engine": 40.0})
+    assert cold(after, "dbos-postgres") == pytest.approx(cold(before, "dbos-postgres") + 190.0)
+    assert cold(after, "restate") == cold(before, "restate")  # a suspended run replays in its wake: no share
+    assert bench.report._wake_cpu("hot")(after, "dbos-postgres") == bench.report._wake_cpu("hot")(
+        before, "dbos-postgres"
+    )
+    rows = [line for line in table(after).splitlines() if line.startswith(f"| {bench.report.RECOVERY_ROW} |")]
+    # A part of the row above, so no multiple of ours in brackets; n/a where nothing was restarted.
+    assert rows == [f"| {bench.report.RECOVERY_ROW} | n/a | n/a | 190 ms | n/a | n/a |"], rows
+    ours = cold(after, "restate")
+    assert ours is not None
+    dbos_pg = f"{cold(after, 'dbos-postgres'):.0f} ms ({cold(after, 'dbos-postgres') / ours:.1f}x)"
+    assert f"| wake CPU (service+engine), K=30, suspended/cold | {ours:.1f} ms |" in table(after)
+    assert dbos_pg in table(after)
+
+
+def test_a_restarted_peers_share_goes_into_the_closing_lines_wake_ratio() -> None:
+    results = synthetic()
+    # Temporal's cold wake 120 ms against ours 10 (12.0x); a 6 ms share of its restart makes 12.6x.
+    results["systems"]["temporal"]["recovery_cpu_ms_per_cold_run"] = {"30": {"service": 6.0, "engine": 0.0}}
+    assert "wake_vs_temporal=12.6x" in summary_line(results)
+
+
+def test_results_from_before_the_recovery_was_measured_keep_their_figures_and_no_recovery_row() -> None:
+    assert bench.report.RECOVERY_ROW not in table(committed())
+    assert "wake_vs_temporal=12.0x" in summary_line(synthetic())
+
+
+def test_the_recovery_share_is_the_restart_with_runs_less_the_one_without_split_among_the_runs() -> None:
+    restart = {"cpu_s": {"service": 12.5, "engine": 3.0}}
+    empty = {"cpu_s": {"service": 2.5, "engine": 3.2}}
+    # 10 s of the worker's CPU over 500 runs: 20 ms each; an engine that spent less is no negative cost
+    assert recovery_share(restart, empty, 500) == {"service": 20.0, "engine": 0.0}
+
+
+def test_cpu_grown_counts_new_processes_whole_and_drops_ended_ones() -> None:
+    before = {1: 10.0, 2: 5.0, 3: 1.0}
+    after = {1: 10.5, 3: 1.25, 4: 2.0}  # 2 ended (a connection of the old worker), 4 began
+    assert cpu_grown(before, after) == pytest.approx(0.5 + 0.25 + 2.0)
