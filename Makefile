@@ -49,6 +49,9 @@
 #   make bench-state-scan  Restate's SQL over 1,000 to 100,000 objects on 1 and 4 partitions, against a handler's
 #                     read (about ten minutes); writes bench/results/state-scan-full.json and ends with
 #                     `state-scan: rows=N point_sql_vs_handler=Rx point_sql_growth=Gx (from rows=M)`
+#   make bench-receive  a streamed HTTP/2 body on granian and on hypercorn, nothing of ours (a minute or two): what a
+#                     server costs per chunk, the cold wake's replay in miniature (the upstream report); ends with
+#                     `receive: frames=F frame_bytes=B granian_us_per_frame=G hypercorn_us_per_frame=H ... _switches_per_frame=S`
 #   make cluster-test the three-node cluster test (CI runs it after `make test`); ends with `cluster: runs=N ...`
 #   make lambda-test  the Lambda tests, with deployment zips for both x86_64 and arm64
 
@@ -88,7 +91,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots docs lint clean \
-	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick bench-state-scan bench-engine-memory \
+	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick bench-state-scan bench-engine-memory bench-receive \
 	cluster-test lambda-test test-repeat test-durations upgrade-check upgrade-corpus
 
 setup: $(INSTALLED) restate
@@ -276,6 +279,10 @@ bench-scale-quick: setup
 # Restate alone (bench/state_scan.py): why a list of 100,000 SKUs cannot page through SQL.
 bench-state-scan: setup
 	$(BIN)/python -m bench.state_scan --plan full --partitions 1 4
+
+# The two servers alone (bench/asgi_receive.py): the project's own packages are enough.
+bench-receive: setup
+	$(BIN)/python -m bench.asgi_receive
 
 # Stop a running stack first: deleting .stack under live processes would orphan them.
 clean:

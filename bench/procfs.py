@@ -22,6 +22,19 @@ def task_cpu_seconds(pid: int) -> float:
     return total_ns / 1e9
 
 
+def task_switches(pid: int) -> int:
+    """Context switches of every thread of `pid`, voluntary (a thread waiting: for a lock, a
+    wake-up, the network) and involuntary, from each thread's /proc status. Raises OSError when
+    the process is gone."""
+    total = 0
+    for task in os.scandir(f"/proc/{pid}/task"):
+        with open(f"{task.path}/status") as f:
+            for line in f:
+                if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                    total += int(line.split()[1])
+    return total
+
+
 def group_pids(pgid: int) -> list[int]:
     """The live processes of process group `pgid`."""
     found = []
@@ -47,6 +60,17 @@ def group_cpu_seconds(pgid: int) -> float:
             total += task_cpu_seconds(pid)
         except (OSError, ValueError, IndexError):
             continue  # gone between the listing and the read
+    return total
+
+
+def group_switches(pgid: int) -> int:
+    """Context switches of every thread of every live process of group `pgid` (`task_switches`)."""
+    total = 0
+    for pid in group_pids(pgid):
+        try:
+            total += task_switches(pid)
+        except OSError:
+            continue  # ended since the group was listed
     return total
 
 
