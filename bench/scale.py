@@ -177,6 +177,22 @@ def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, fl
     return {role: after[role] - before[role] for role in after}
 
 
+RESENDS = 3
+
+
+async def idempotent(send: Callable[[], Awaitable[httpx.Response]], what: str) -> httpx.Response:
+    """A call that may be sent again (a PUT, a watch), sent again when the connection failed under
+    it: a pooled keep-alive connection the server closed as idle just as it was reused is a
+    ReadError without the call having been read (it ended a 100,000-SKU run's set-up once)."""
+    for attempt in range(1, RESENDS + 1):
+        try:
+            return await send()
+        except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) as e:
+            if attempt == RESENDS:
+                raise RuntimeError(f"{what}: the connection failed {RESENDS} times, last: {e!r}") from e
+    raise AssertionError("unreachable")
+
+
 async def set_up_world(world: httpx.AsyncClient, skus: list[str], concurrency: int) -> None:
     supplier = {"name": "Scale Parts", "prices": {}, "lead_days": 2, "reply_days": 1}
     checked(await world.put("/admin/suppliers/scale-parts", json=supplier), "the supplier")
@@ -184,7 +200,8 @@ async def set_up_world(world: httpx.AsyncClient, skus: list[str], concurrency: i
     item = {"on_hand": 1000, "safety_stock": 10, "target_stock": 100, "suppliers": ["scale-parts"]}
 
     async def put(sku: str) -> None:
-        checked(await world.put(f"/admin/items/{sku}", json=item), f"item {sku}")
+        what = f"item {sku}"
+        checked(await idempotent(lambda: world.put(f"/admin/items/{sku}", json=item), what), what)
 
     await in_parallel(skus, put, concurrency)
 
@@ -196,7 +213,9 @@ async def watch_all(ingress: httpx.AsyncClient, skus: list[str], concurrency: in
 
     async def watch(sku: str) -> None:
         nonlocal done
-        checked(await ingress.post(f"/SkuAgent/{sku}/watch", json={"interval_days": 1}), f"watch {sku}")
+        what = f"watch {sku}"
+        watching = {"interval_days": 1}
+        checked(await idempotent(lambda: ingress.post(f"/SkuAgent/{sku}/watch", json=watching), what), what)
         done += 1
         if done % max(1, len(skus) // 5) == 0:
             say(f"  {done} of {len(skus)} under watch ({done / (time.monotonic() - started):.0f}/s)")
