@@ -468,10 +468,16 @@ def plots(results: JSON, out: Path) -> list[Path]:
         return str(systems[name]["label"])
 
     # Wake-up: latency and CPU against the journal's length, hot and cold.
-    for metric, ylabel, fname in (
-        (lambda w: w["latency"]["p50_ms"], "time to next step, p50 (ms)", "wake_latency.png"),
-        (lambda w: cpu(w), "CPU per wake, service + engine (ms)", "wake_cpu.png"),
-    ):
+    def wake_cpu(w: JSON, data: JSON, state: str, k: str) -> float:
+        """As the table's row: a cold wake after a restart with its run's share of the recovery."""
+        share = (data.get("recovery_cpu_ms_per_cold_run") or {}).get(k) if state == "cold" else None
+        return cpu(w) + (sum(share.get(r, 0.0) for r in ("service", "engine")) if share else 0.0)
+
+    wake_metrics: tuple[tuple[Callable[[JSON, JSON, str, str], float], str, str], ...] = (
+        (lambda w, data, state, k: w["latency"]["p50_ms"], "time to next step, p50 (ms)", "wake_latency.png"),
+        (wake_cpu, "CPU per wake, service + engine (ms)", "wake_cpu.png"),
+    )
+    for metric, ylabel, fname in wake_metrics:
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
         for ax, state, title in ((axes[0], "hot", "hot (still in memory)"), (axes[1], "cold", "suspended / cold")):
             for name, data in systems.items():
@@ -481,7 +487,7 @@ def plots(results: JSON, out: Path) -> list[Path]:
                 ks = sorted(series, key=int)
                 ax.plot(
                     [int(k) for k in ks],
-                    [metric(series[k]) for k in ks],
+                    [metric(series[k], data, state, k) for k in ks],
                     "o-",
                     color=COLORS.get(name),
                     label=label(name) if state == "hot" else cold_label(label(name), data.get("cold_state", "")),

@@ -214,7 +214,7 @@ async def wake_up(driver: Driver, plan: Plan, suspending: bool) -> dict[str, Any
         # start, taken off each restart below so only the recovery is charged to the cold runs.
         say(f"  {system.name}: restarting the worker with no run waiting")
         out["restart_empty"] = await restart_cost(driver)
-        out["cold_state"] = "after a worker restart"
+        out["cold_state"] = "after a worker restart, its recovery included"
         out["restart"], out["recovery_cpu_ms_per_cold_run"] = {}, {}
         # A restart for each K, with only that K's runs waiting: a worker that re-runs its pending
         # runs as it starts (DBOS) spends on a run about what its journal holds, so runs 500 steps
