@@ -46,6 +46,7 @@ from bench.h2_client import WINDOW, H2Client
 from bench.procfs import group_cpu_seconds, group_switches
 from replenisher.stack.ports import LOOPBACK, free_port
 from replenisher.stack.processes import SERVERS, AsgiApp, Server
+from replenisher.stack.reaper import reap_with_this_process
 
 JSON = dict[str, Any]
 APP = "bench.receive_app:app"
@@ -187,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         sides = sides_of(options.granian_env)
     except ValueError as e:
         parser.error(str(e))
+    reap_with_this_process()  # killed mid-run, its servers go with it
     workdir = Path(tempfile.mkdtemp(prefix="replenisher-receive-"))
     try:
         found = asyncio.run(

@@ -33,6 +33,7 @@ from replenisher.stack.processes import (
     http_answers,
     service_server,
 )
+from replenisher.stack.reaper import reap_with_this_process
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PG_USER = "postgres"
@@ -77,6 +78,9 @@ class System:
     restartable = True  # a worker restart leaves the waiting runs to be recovered
 
     def __init__(self, workdir: Path) -> None:
+        # A bench killed mid-run (SIGTERM, SIGKILL, a timeout) runs no `stop`: its engines, workers
+        # and worlds, each a session of its own, would live on holding ports and CPU.
+        reap_with_this_process()
         self.workdir = workdir / self.name
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.world: HypercornApp | None = None

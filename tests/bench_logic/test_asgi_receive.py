@@ -5,13 +5,19 @@ measures, a test checks that it does."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from bench.asgi_receive import Side, closing_line, sides_of
 
+from replenisher.stack.processes import group_members
 from support import REPO_ROOT
 
 CLOSING_LINE = re.compile(
@@ -81,3 +87,46 @@ def test_a_body_over_http2s_first_window_is_refused_before_any_server_starts(
         main(["--frames", "400", "--frame-bytes", "200"])
     assert exit_.value.code == 2
     assert "under HTTP/2's initial window, 65535 bytes" in capsys.readouterr().err
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(entry.path, "stat").read_text()
+                if int(stat.rsplit(")", 1)[-1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+def test_a_run_killed_midway_takes_its_servers_with_it() -> None:
+    """A bench killed without a chance to stop anything (SIGKILL) leaves no server running: each
+    server leads a session of its own, so only the reaper it opted into can stop them."""
+    options = ["--rounds", "50", "--requests", "100000", "--frames", "5", "--frame-bytes", "64"]
+    run = subprocess.Popen(
+        [sys.executable, "-m", "bench.asgi_receive", *options],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    servers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not servers and time.monotonic() < deadline and run.poll() is None:
+            servers = [pid for pid in children(run.pid) if group_members(pid) and os.getpgid(pid) == pid]
+            time.sleep(0.05)
+        assert servers, "the bench started no server within 60 s"
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(10)
+        deadline = time.monotonic() + 30
+        while any(group_members(pid) for pid in servers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in servers if group_members(pid)], "servers outlived the killed bench"
+    finally:
+        for pgid in [run.pid, *servers]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+        run.wait(10)
