@@ -126,10 +126,6 @@ def _wake_cpu(state: str, roles: tuple[str, ...] = ("service", "engine")) -> Cal
     return value
 
 
-def _recovery(results: JSON, system: str) -> float | None:
-    return recovery_cpu(results, system)
-
-
 def _throughput(results: JSON, system: str) -> float | None:
     data = results["systems"].get(system)
     best = best_throughput(data) if data else None
@@ -229,7 +225,7 @@ METRICS: list[tuple[str, str, Callable[[JSON, str], float | None]]] = [
     ("wake p50, K=30, suspended/cold", "ms", _wake_latency("cold")),
     ("wake p99, K=30, suspended/cold", "ms", _wake_latency("cold", "p99_ms")),
     ("wake CPU (service+engine), K=30, suspended/cold", "ms", _wake_cpu("cold")),
-    (RECOVERY_ROW, "ms", _recovery),
+    (RECOVERY_ROW, "ms", recovery_cpu),
     ("wake p50, K=30, hot", "ms", _wake_latency("hot")),
     ("wake CPU (service+engine), K=30, hot", "ms", _wake_cpu("hot")),
     ("memory per waiting run (service+engine)", "KB", _idle_memory),
@@ -468,13 +464,13 @@ def plots(results: JSON, out: Path) -> list[Path]:
         return str(systems[name]["label"])
 
     # Wake-up: latency and CPU against the journal's length, hot and cold.
-    def wake_cpu(w: JSON, data: JSON, state: str, k: str) -> float:
+    def wake_cpu(w: JSON, name: str, state: str, k: str) -> float:
         """As the table's row: a cold wake after a restart with its run's share of the recovery."""
-        share = (data.get("recovery_cpu_ms_per_cold_run") or {}).get(k) if state == "cold" else None
-        return cpu(w) + (sum(share.get(r, 0.0) for r in ("service", "engine")) if share else 0.0)
+        share = recovery_cpu(results, name, steps=k) if state == "cold" else None
+        return cpu(w) + (share or 0.0)
 
-    wake_metrics: tuple[tuple[Callable[[JSON, JSON, str, str], float], str, str], ...] = (
-        (lambda w, data, state, k: w["latency"]["p50_ms"], "time to next step, p50 (ms)", "wake_latency.png"),
+    wake_metrics: tuple[tuple[Callable[[JSON, str, str, str], float], str, str], ...] = (
+        (lambda w, name, state, k: w["latency"]["p50_ms"], "time to next step, p50 (ms)", "wake_latency.png"),
         (wake_cpu, "CPU per wake, service + engine (ms)", "wake_cpu.png"),
     )
     for metric, ylabel, fname in wake_metrics:
@@ -487,7 +483,7 @@ def plots(results: JSON, out: Path) -> list[Path]:
                 ks = sorted(series, key=int)
                 ax.plot(
                     [int(k) for k in ks],
-                    [metric(series[k], data, state, k) for k in ks],
+                    [metric(series[k], name, state, k) for k in ks],
                     "o-",
                     color=COLORS.get(name),
                     label=label(name) if state == "hot" else cold_label(label(name), data.get("cold_state", "")),

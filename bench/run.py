@@ -115,10 +115,6 @@ async def restart_cost(driver: Driver) -> dict[str, Any]:
     return {"ready_s": round(ready, 2), "recovery_s": quiet, "cpu_s": cpu_s}
 
 
-def cold_runs_ids(runs: dict[int, list[str]]) -> list[str]:
-    return [run_id for ids in runs.values() for run_id in ids]
-
-
 async def measure(system: System, plan: Plan) -> dict[str, Any]:
     # Others share the machine: what else was running is part of reading the figures.
     out: dict[str, Any] = {"label": system.label, "durable": system.durable, "load_average": [os.getloadavg()[0]]}
@@ -197,7 +193,7 @@ async def wake_up(driver: Driver, plan: Plan, suspending: bool) -> dict[str, Any
             say(f"    hot wake after {steps} steps: p50 {result['latency']['p50_ms']} ms, {cpu_line(result)}")
     if suspending:
         cold_runs = await start_waiting(driver, plan, "cold")
-        cold_ids = cold_runs_ids(cold_runs)
+        cold_ids = [run_id for ids in cold_runs.values() for run_id in ids]
         expected = len(cold_ids)
 
         async def all_suspended() -> bool:
