@@ -17,9 +17,8 @@ from restate import WorkflowContext, WorkflowSharedContext
 
 from bench.peers.gateway import process_stats
 from bench.peers.shape import decide_turn, woke_at
-from replenisher.durable.archive import run_archive
-from replenisher.durable.replenish import replenish
-from replenisher.durable.sku_agent import sku_agent
+from replenisher.durable.app import SERVICES
+from replenisher.durable.contracts import check_addresses
 from replenisher.wiring import bootstrap, serving
 
 bench_run = restate.Workflow("BenchRun")
@@ -57,7 +56,10 @@ def create_app() -> Any:
     """The services with their parts from the environment (`bootstrap`), as the service's own factory builds them."""
     parts = bootstrap()
     parts.check()
-    service = restate.app(services=[sku_agent, replenish, run_archive, bench_run])
+    # Every service the product registers: a run that sends to one left out (AuditLog, say) pauses.
+    services = [*SERVICES, bench_run]
+    check_addresses(services)
+    service = restate.app(services=services)
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == "/bench/stats":
