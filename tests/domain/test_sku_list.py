@@ -1,0 +1,246 @@
+"""The SKU list kept by key (`domain.sku_list`): where an entry is kept, what a put keeps, and that a
+page merged from the shards' answers is the page of the whole list."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from replenisher.domain.sku_list import (
+    BUCKETS,
+    FAR,
+    SHARDS,
+    ListEntry,
+    Row,
+    ShardQuery,
+    answer,
+    bucket_of,
+    counts_of,
+    merge,
+    put_row,
+    rows_of,
+    shard_of,
+)
+
+NOW = 1_800_000_000.0
+TOOLS = (None, "wait_for_approval", "wait_for_supplier_reply", "wait_for_goods")
+OUTCOMES = (None, "received", "rejected", "gave_up", "cancelled", "unknown")
+
+
+def entry(i: int, rng: random.Random) -> ListEntry:
+    tool = rng.choice(TOOLS)
+    active = f"replenish-SKU-{i:05d}-1" if tool or rng.random() < 0.2 else None
+    on_hand = rng.choice([None, *range(0, 40)])
+    return ListEntry(
+        sku=f"SKU-{i:05d}",
+        revision=1,
+        watched=rng.random() < 0.8,
+        runs=rng.randrange(5),
+        active_run=active,
+        waiting_tool=tool,
+        waiting_since=NOW - rng.randrange(1, 10_000) if tool else None,
+        asked_price=rng.choice([None, 9.5, 10.0, 12.25]),
+        outcome=rng.choice(OUTCOMES),
+        ended_at=NOW - rng.randrange(0, 5) * 100.0,  # ties, so the SKU must break them
+        on_hand=on_hand,
+        safety_stock=rng.choice([0, 10, 20]) if on_hand is not None else None,
+        cover_days=rng.choice([None, 0.5, 3.0, 3.0]),
+        problem="stopped: paused" if rng.random() < 0.05 else None,
+    )
+
+
+def reference(rows: list[Row], query: ShardQuery) -> list[Row]:
+    """The query over the whole list, written plainly: filter, then one sort."""
+    needle = query.q.strip().lower()
+    on = {"wait_for_approval": "manager", "wait_for_supplier_reply": "supplier", "wait_for_goods": "supplier"}
+
+    def waits(r: Row) -> bool:
+        if query.waiting == "nobody":
+            return r.waiting_tool is None
+        if query.waiting == "someone":
+            return r.waiting_tool is not None
+        return query.waiting == "any" or on.get(r.waiting_tool or "") == query.waiting
+
+    def flagged(r: Row) -> bool:
+        if query.flag == "below-safety":
+            return r.on_hand is not None and r.safety_stock is not None and r.on_hand < r.safety_stock
+        if query.flag == "over-budget":
+            return query.budget is not None and r.asked_price is not None and r.asked_price > query.budget
+        if query.flag == "failing":
+            return r.problem is not None or (r.active_run is None and r.outcome in ("gave_up", "cancelled", "unknown"))
+        return True
+
+    def key(r: Row) -> tuple[Any, ...]:
+        if query.sort == "stock":
+            return (FAR if r.on_hand is None else r.on_hand / max(r.safety_stock or 0, 1), r.sku)
+        if query.sort == "cover":
+            return (FAR if r.cover_days is None else r.cover_days, r.sku)
+        if query.sort == "waiting":
+            return (r.waiting_since - NOW if r.waiting_since is not None else FAR, r.sku)
+        if query.sort == "outcome":
+            return (r.outcome or "~", -(r.ended_at or 0.0), r.sku)
+        return (r.sku,)
+
+    chosen = [r for r in rows if (not needle or needle in r.sku.lower()) and waits(r) and flagged(r)]
+    return sorted(chosen, key=key, reverse=query.order == "desc")
+
+
+def kept_by_shard(entries: list[ListEntry]) -> list[list[Row]]:
+    """The entries as the shards keep them: put into their buckets, read back from the buckets."""
+    buckets: dict[tuple[int, int], dict[str, list[Any]]] = {}
+    for e in entries:
+        place = (shard_of(e.sku), bucket_of(e.sku))
+        kept = put_row(buckets.get(place), e)
+        assert kept is not None
+        buckets[place] = kept
+    shards: dict[int, list[Row]] = {}
+    for (shard, _), bucket in sorted(buckets.items()):
+        shards.setdefault(shard, []).extend(rows_of(bucket))
+    return list(shards.values())
+
+
+QUERIES = [
+    {},
+    {"order": "desc"},
+    {"sort": "stock"},
+    {"sort": "cover", "order": "desc"},
+    {"sort": "waiting", "waiting": "someone"},
+    {"sort": "outcome", "order": "desc"},
+    {"waiting": "manager"},
+    {"waiting": "nobody", "sort": "outcome"},
+    {"flag": "failing"},
+    {"flag": "below-safety", "sort": "stock"},
+    {"flag": "over-budget", "budget": 10.0},
+    {"q": "12"},
+    {"q": " sku-0009 ", "order": "desc"},
+]
+
+
+@pytest.mark.parametrize("params", QUERIES, ids=[str(q) or "default" for q in QUERIES])
+@pytest.mark.parametrize(("offset", "limit"), [(0, 10), (37, 25), (590, 100)])
+def test_a_page_merged_from_the_shards_is_the_page_of_the_whole_list(
+    params: dict[str, Any], offset: int, limit: int
+) -> None:
+    rng = random.Random(7)
+    entries = [entry(i, rng) for i in range(600)]
+    query = ShardQuery(now=NOW, upto=offset + limit, **params)
+
+    page = merge([answer(rows, query) for rows in kept_by_shard(entries)], query, offset, limit)
+
+    whole = reference([e.row() for e in entries], query)
+    assert [e.sku for e in page.entries] == [r.sku for r in whole[offset : offset + limit]]
+    assert page.matching == len(whole)
+    assert page.total == len(entries)
+    assert page.counts == counts_of([e.row() for e in entries], query.budget)
+
+
+@pytest.mark.parametrize("params", QUERIES, ids=[str(q) or "default" for q in QUERIES])
+def test_following_each_pages_cursor_walks_the_whole_list_in_order_once(params: dict[str, Any]) -> None:
+    rng = random.Random(11)
+    entries = [entry(i, rng) for i in range(400)]
+    shards = kept_by_shard(entries)
+    whole = reference([e.row() for e in entries], ShardQuery(now=NOW, upto=0, **params))
+    seen: list[str] = []
+    after = None
+    for _ in range(100):
+        query = ShardQuery(now=NOW, upto=30, after=after, **params)
+        page = merge([answer(rows, query) for rows in shards], query, 0, 30)
+        seen += [e.sku for e in page.entries]
+        assert page.matching == len(whole)
+        after = page.next_after
+        if after is None:
+            break
+        # The cursor travels as JSON, as a page link or the CLI's --after would carry it.
+        after = ShardQuery.model_validate_json(query.model_copy(update={"after": after}).model_dump_json()).after
+    assert seen == [r.sku for r in whole]
+
+
+def test_a_bucket_keeps_the_common_words_short_and_gives_back_the_entry() -> None:
+    rng = random.Random(5)
+    entries = [entry(i, rng) for i in range(300)]
+    odd = ListEntry(sku="X-1", revision=2, active_run="someone-else's-run", waiting_tool="wait_for_pigs", outcome="odd")
+    for e in [*entries, odd]:
+        bucket = put_row(None, e)
+        assert bucket is not None
+        assert rows_of(bucket) == [e.row()]
+    kept = put_row(None, entries[0].model_copy(update={"active_run": "replenish-SKU-00000-12", "outcome": "gave_up"}))
+    assert kept is not None and kept["SKU-00000"][3] == 12 and kept["SKU-00000"][7] == 3
+
+
+def test_every_shard_and_bucket_is_used_and_a_skus_place_never_moves() -> None:
+    skus = [f"SKU-{i:05d}" for i in range(20_000)]  # about 1,250 a shard: none of 64 buckets left empty
+    assert {shard_of(s) for s in skus} == set(range(SHARDS))
+    per_shard: dict[int, set[int]] = {}
+    for s in skus:
+        per_shard.setdefault(shard_of(s), set()).add(bucket_of(s))
+    # The bucket is independent of the shard: every shard spreads its SKUs over all its buckets.
+    assert all(len(buckets) == BUCKETS for buckets in per_shard.values())
+    # Pinned: a change here would leave every stored entry in a shard its reader no longer asks.
+    assert [(shard_of(s), bucket_of(s)) for s in ("SKU-00001", "BOLT-M8", "a")] == [(7, 78), (1, 50), (7, 57)]
+
+
+def test_a_put_keeps_the_newest_revision_and_a_retry_of_the_same_one() -> None:
+    rng = random.Random(1)
+    first = entry(1, rng).model_copy(update={"revision": 4, "runs": 1})
+    bucket = put_row(None, first)
+    assert bucket is not None and rows_of(bucket)[0].runs == 1
+
+    older = first.model_copy(update={"revision": 3, "runs": 9})
+    assert put_row(bucket, older) is None  # an older revision arriving late changes nothing
+
+    again = first.model_copy(update={"runs": 2})  # the same revision again: a retried put
+    retried = put_row(bucket, again)
+    assert retried is not None and rows_of(retried)[0].runs == 2
+    assert rows_of(bucket)[0].runs == 1, "the bucket handed in is not changed in place"
+
+
+def test_an_entry_goes_into_a_row_and_back_unchanged() -> None:
+    rng = random.Random(3)
+    for i in range(50):
+        e = entry(i, rng)
+        assert ListEntry.of(list(e.row())) == e
+
+
+def test_chips_count_whom_a_run_waits_on_and_what_is_wrong() -> None:
+    base = dict(revision=1, on_hand=None, safety_stock=None)
+    rows = [
+        ListEntry(sku="A", active_run="r", waiting_tool="wait_for_approval", asked_price=12.0, **base).row(),
+        ListEntry(sku="B", active_run="r", waiting_tool="wait_for_goods", **base).row(),
+        ListEntry(sku="C", outcome="gave_up", **{**base, "on_hand": 1, "safety_stock": 5}).row(),
+        ListEntry(sku="D", active_run="r", outcome="gave_up", problem=None, **base).row(),  # a new run is on
+        ListEntry(sku="E", problem="stopped: paused", **base).row(),
+        ListEntry(sku="F", outcome="rejected", **{**base, "on_hand": 5, "safety_stock": 5}).row(),
+    ]
+    assert counts_of(rows, budget=10.0) == {
+        "manager": 1,
+        "supplier": 1,
+        "below-safety": 1,
+        "over-budget": 1,
+        "failing": 2,
+    }
+    assert counts_of(rows, budget=None)["over-budget"] == 0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"sku": "", "revision": 1},
+        {"sku": "A", "revision": -1},
+        {"sku": "A", "revision": 1, "colour": "red"},
+        {"sku": "A", "revision": 1, "asked_price": -3},
+    ],
+)
+def test_a_bad_entry_is_refused(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        ListEntry.model_validate(bad)
+
+
+@pytest.mark.parametrize(
+    "bad", [{"q": "a;drop"}, {"sort": "price"}, {"upto": -1}, {"page": 2}, {"after": [1, 2, 3, 4]}, {"after": [{}]}]
+)
+def test_a_bad_query_is_refused(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        ShardQuery.model_validate({"now": NOW, "upto": 10, **bad})
