@@ -49,6 +49,10 @@
 #   make bench-state-scan  Restate's SQL over 1,000 to 100,000 objects on 1 and 4 partitions, against a handler's
 #                     read (about ten minutes); writes bench/results/state-scan-full.json and ends with
 #                     `state-scan: rows=N point_sql_vs_handler=Rx point_sql_growth=Gx (from rows=M)`
+#   make bench-list   the SKU list kept by key (the product's SkuList shards) at 1,000 to 100,000 SKUs: a page's
+#                     time and CPU for each sort and filter, each page checked against the whole list (minutes);
+#                     writes bench/results/list-shards-full.json and ends with
+#                     `list-shards: skus=N page_ms=P page_ms_median=M put_ms=U shards=S`
 #   make bench-receive  a streamed HTTP/2 body on granian and on hypercorn, nothing of ours (a minute or two): what a
 #                     server costs per chunk, the cold wake's replay in miniature (the upstream report); ends with
 #                     `receive: frames=F frame_bytes=B granian_us_per_frame=G hypercorn_us_per_frame=H ... _switches_per_frame=S`
@@ -91,7 +95,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots docs lint clean \
-	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick bench-state-scan bench-engine-memory bench-receive \
+	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick bench-state-scan bench-engine-memory bench-receive bench-list \
 	cluster-test lambda-test test-repeat test-durations upgrade-check upgrade-corpus
 
 setup: $(INSTALLED) restate
@@ -279,6 +283,10 @@ bench-scale-quick: setup
 # Restate alone (bench/state_scan.py): why a list of 100,000 SKUs cannot page through SQL.
 bench-state-scan: setup
 	$(BIN)/python -m bench.state_scan --plan full --partitions 1 4
+
+# The SKU list's shards alone (bench/list_shards.py): how a 100,000-SKU list pages when kept by key.
+bench-list: setup
+	$(BIN)/python -m bench.list_shards --plan full
 
 # The two servers alone (bench/asgi_receive.py): the project's own packages are enough.
 bench-receive: setup
