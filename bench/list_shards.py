@@ -25,9 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import platform
 import shutil
 import statistics
 import sys
@@ -35,19 +32,19 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 
+from bench.probe_results import write_runs
+from bench.probe_stack import running
 from bench.procfs import group_cpu_seconds, task_cpu_seconds
 from replenisher.domain.sku_list import SHARDS, ListEntry, ListPage, ShardQuery, answer, merge
 from replenisher.operations.restate.http import RestateHttp
 from replenisher.operations.restate.sku_list import list_page, put_entries
-from replenisher.stack.admin import register_deployment
 from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import AsgiApp, ManagedProcess
+from replenisher.stack.processes import AsgiApp
 from replenisher.stack.reaper import reap_with_this_process
 from replenisher.stack.runtime import BinaryRuntime
 
@@ -189,19 +186,10 @@ async def served(workdir: Path) -> AsyncIterator[Probe]:
         log_path=workdir / "app.log",
         server="granian",
     )
-    started: list[ManagedProcess] = []
-    try:
-        for process in (restate, app):
-            process.start()
-            started.append(process)
-            process.wait_ready()
-        register_deployment(restate.admin_url, restate.deployment_uri(app.port))
+    with running(restate, app):
         assert restate.pid is not None and app.pid is not None
         async with httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=5.0)) as client:
             yield Probe(RestateHttp(restate.ingress_url, restate.admin_url, client), restate.pid, app.pid)
-    finally:
-        for process in reversed(started):
-            process.stop()
 
 
 async def measure(sizes: list[int], tries: int, workdir: Path) -> list[dict[str, Any]]:
@@ -264,18 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = asyncio.run(measure(PLANS[args.plan], args.tries, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    meta = {
-        "plan": args.plan,
-        "tries": args.tries,
-        "per_page": PER_PAGE,
-        "at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
-    }
-    out = args.out or RESULTS / f"list-shards-{args.plan}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")
-    print(f"written {out}", file=sys.stderr)
+    settings = {"plan": args.plan, "tries": args.tries, "per_page": PER_PAGE}
+    write_runs(args.out or RESULTS / f"list-shards-{args.plan}.json", settings, rows)
     print(closing_line(rows), flush=True)
     return 0
 

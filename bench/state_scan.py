@@ -32,24 +32,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import json
 import os
-import platform
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.probe_results import write_runs
+from bench.probe_stack import running
 from replenisher.operations.restate.http import RestateHttp, literal
-from replenisher.stack.admin import register_deployment
 from replenisher.stack.ports import RestatePorts, free_port
-from replenisher.stack.processes import HypercornApp, ManagedProcess
+from replenisher.stack.processes import HypercornApp
 from replenisher.stack.reaper import reap_with_this_process
 from replenisher.stack.runtime import BinaryRuntime
 
@@ -149,14 +147,8 @@ async def measure(partitions: int, sizes: list[int], record_bytes: int, tries: i
     app = HypercornApp(
         "bench.state_scan_app:app", free_port(), {"PYTHONPATH": str(REPO_ROOT)}, name="probe", log_path=base / "app.log"
     )
-    started: list[ManagedProcess] = []
     rows_out: list[dict] = []
-    try:
-        for process in (restate, app):
-            process.start()
-            started.append(process)
-            process.wait_ready()
-        register_deployment(restate.admin_url, restate.deployment_uri(app.port))
+    with running(restate, app):
         async with httpx.AsyncClient(timeout=httpx.Timeout(300.0, connect=5.0)) as client:
             probe = Probe(restate, client)
             filled = 0
@@ -184,9 +176,6 @@ async def measure(partitions: int, sizes: list[int], record_bytes: int, tries: i
                     raise RuntimeError(f"the queries did not find what was put: {row}")
                 print(line(row), flush=True)
                 rows_out.append(row)
-    finally:
-        for process in reversed(started):
-            process.stop()
     return rows_out
 
 
@@ -235,18 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             rows += asyncio.run(measure(partitions, PLANS[args.plan], args.record_bytes, args.tries, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    meta = {
-        "plan": args.plan,
-        "record_bytes": args.record_bytes,
-        "tries": args.tries,
-        "at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
-    }
-    out = args.out or RESULTS / f"state-scan-{args.plan}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")
-    print(f"written {out}", file=sys.stderr)
+    settings = {"plan": args.plan, "record_bytes": args.record_bytes, "tries": args.tries}
+    write_runs(args.out or RESULTS / f"state-scan-{args.plan}.json", settings, rows)
     print(closing_line(rows), flush=True)
     return 0
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from bench.asgi_receive import Side, closing_line, sides_of
 
+from bench_logic.smoke import run_bench
 from replenisher.stack.processes import group_members
 from support import REPO_ROOT
 
@@ -31,17 +32,9 @@ CLOSING_LINE = re.compile(
 @pytest.mark.slow
 def test_a_short_run_drains_every_body_on_both_servers_and_ends_with_its_line() -> None:
     options = ["--rounds", "1", "--requests", "3", "--frames", "5", "--frame-bytes", "64"]
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.asgi_receive", *options, "--granian-env", "GRANIAN_RUNTIME_MODE=mt"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.strip().splitlines()
+    lines = run_bench("bench.asgi_receive", *options, "--granian-env", "GRANIAN_RUNTIME_MODE=mt", timeout=180)
     found = CLOSING_LINE.match(lines[-1])
-    assert found, done.stdout
+    assert found, lines
     # Every chunk reached the app as a receive of its own on both servers (the last one can come
     # with an empty closing frame of its own): the app counted them, and checked every byte came.
     assert all(1.0 <= float(found.group(n)) <= 1.5 for n in (1, 2)), lines[-1]

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bench.list_shards import PLANS, QUERIES, closing_line, entry_of, expected, query_of, sku_of
 
-from support import REPO_ROOT
+from bench_logic.smoke import run_bench, sizes_of
 
 SIZE_LINE = re.compile(
     r"^list-shards: skus=(\d+) "
@@ -29,17 +27,9 @@ CLOSING_LINE = re.compile(
 @pytest.mark.slow
 def test_the_smoke_plan_reads_every_page_as_the_whole_list_has_it(tmp_path: Path) -> None:
     out = tmp_path / "list-shards.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.list_shards", "--plan", "smoke", "--tries", "1", "--out", str(out)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.strip().splitlines()
+    lines = run_bench("bench.list_shards", "--plan", "smoke", "--tries", "1", "--out", str(out))
     sizes = PLANS["smoke"]
-    assert [int(m.group(1)) for line in lines[:-1] if (m := SIZE_LINE.match(line))] == sizes, done.stdout
+    assert sizes_of(lines, SIZE_LINE) == sizes, lines
     closing = CLOSING_LINE.match(lines[-1])
     assert closing is not None and int(closing.group(1)) == sizes[-1], lines[-1]
     runs = json.loads(out.read_text())["runs"]

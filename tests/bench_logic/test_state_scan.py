@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from bench.state_scan import PLANS, closing_line, entry_of, key_of
 
-from support import REPO_ROOT
+from bench_logic.smoke import run_bench, sizes_of
 
 SIZE_LINE = re.compile(
     r"^state-scan: partitions=1 rows=(\d+) point_sql_ms=[0-9.]+ count_ms=[0-9.]+ page_ms=[0-9.]+ "
@@ -27,17 +25,9 @@ CLOSING_LINE = re.compile(
 @pytest.mark.slow
 def test_the_smoke_plan_fills_every_key_and_ends_with_its_lines(tmp_path: Path) -> None:
     out = tmp_path / "state-scan.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.state_scan", "--plan", "smoke", "--tries", "1", "--out", str(out)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.strip().splitlines()
+    lines = run_bench("bench.state_scan", "--plan", "smoke", "--tries", "1", "--out", str(out))
     sizes = PLANS["smoke"]
-    assert [int(m.group(1)) for line in lines[:-1] if (m := SIZE_LINE.match(line))] == sizes, done.stdout
+    assert sizes_of(lines, SIZE_LINE) == sizes, lines
     closing = CLOSING_LINE.match(lines[-1])
     assert closing is not None and (int(closing.group(1)), int(closing.group(2))) == (sizes[-1], sizes[0]), lines[-1]
     runs = json.loads(out.read_text())["runs"]
