@@ -15,7 +15,9 @@ from replenisher.domain.sku_list import (
     SHARDS,
     ListEntry,
     Row,
+    ShardCache,
     ShardQuery,
+    Versions,
     answer,
     bucket_of,
     counts_of,
@@ -168,6 +170,27 @@ def test_a_bucket_keeps_the_common_words_short_and_gives_back_the_entry() -> Non
         assert rows_of(bucket) == [e.row()]
     kept = put_row(None, entries[0].model_copy(update={"active_run": "replenish-SKU-00000-12", "outcome": "gave_up"}))
     assert kept is not None and kept["SKU-00000"][3] == 12 and kept["SKU-00000"][7] == 3
+
+
+def test_a_reader_reads_again_only_the_buckets_written_since_and_all_of_them_after_a_fresh_start() -> None:
+    rows = {b: [ListEntry(sku=f"S-{b}", revision=1).row()] for b in (0, 5, 9)}
+    versions = Versions(epoch="first")
+    for b in rows:
+        versions = versions.bumped(b)
+    cache = ShardCache()
+    assert cache.stale(versions) == [0, 5, 9], "never read: every bucket that was ever written"
+    for b in rows:
+        cache.keep(b, versions.of[b], rows[b])
+    assert cache.stale(versions) == []
+    assert sorted(r.sku for r in cache.rows()) == ["S-0", "S-5", "S-9"]
+
+    versions = versions.bumped(5)
+    assert versions.of[5] == 2 and cache.stale(versions) == [5]
+
+    # The shard started afresh (its state cleared): same counts, but none of the rows held count.
+    fresh = Versions(epoch="second").bumped(5)
+    assert cache.stale(fresh) == [5]
+    assert cache.rows() == []
 
 
 def test_every_shard_and_bucket_is_used_and_a_skus_place_never_moves() -> None:

@@ -3,10 +3,11 @@
 Restate 1.7.12's SQL scans a whole partition for any query over `state`, so no query pages a
 100,000-SKU list in half a second (`make bench-state-scan`). The list is therefore kept apart,
 in a fixed number of shards (a virtual object each), every shard in a fixed number of buckets
-(one state key each, a few dozen entries at 100,000 SKUs). A page asks every shard, in
-parallel, for its first `offset + limit` entries in the page's order, and for its counts per
-filter chip; `merge` takes the page from those answers. Each entry is a short positional row,
-so a shard's answer costs one `json.loads` of its buckets, not a model per SKU.
+(one state key each, about 100 entries at 100,000 SKUs, compressed), with each bucket's version
+beside them. A page asks every shard, in parallel, for its first `offset + limit` entries in the
+page's order past an optional cursor, and for its counts per filter chip; `merge` takes the page
+from those answers. A reader keeps the rows it read (`ShardCache`) and reads again only the
+buckets whose version moved. Each entry is a short positional row, not a model per SKU.
 
 The sort keys and filters are those of the SKUs page (`operations.overview`), on what the agent
 knows: stock and cover are its last check's reading, not the ERP's figures now.
@@ -48,7 +49,7 @@ def shard_of(sku: str, shards: int = SHARDS) -> int:
 
 
 def shard_key(shard: int) -> str:
-    """The shard's object key: `00` to `15`."""
+    """The shard's object key: `00` to `07`."""
     return f"{shard:02d}"
 
 
@@ -172,8 +173,8 @@ def decode(sku: str, kept: list[Any]) -> Row:
 
 
 def pack(bucket: dict[str, list[Any]]) -> bytes:
-    """A bucket as its state key holds it: compact JSON, compressed. A page's read ships every bucket of
-    every shard, and Restate's cost for that follows the bytes (`make bench-list`)."""
+    """A bucket as its state key holds it: compact JSON, compressed. A reader reads a bucket again each
+    time it changed, and Restate's cost for that follows the bytes (`make bench-list`)."""
     return zlib.compress(json.dumps(bucket, separators=(",", ":")).encode(), 1)
 
 

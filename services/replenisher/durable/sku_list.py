@@ -41,7 +41,8 @@ sku_list = restate.VirtualObject(SKU_LIST, **retention.OBJECT)
 # A page is read often and a put made often: neither's journal nor its result says anything a timeline
 # shows, and each finished call Restate keeps adds to every SQL scan over `sys_invocation`. Nothing is kept.
 KEEP_NOTHING = {"journal_retention": timedelta(0), "idempotency_retention": timedelta(0)}
-# This process's copy of each shard's rows, read again bucket by bucket as they change.
+# This process's copy of each shard's rows, read again bucket by bucket as they change: bounded by the
+# list itself, about 31 MB at 100,000 SKUs.
 _held: dict[str, ShardCache] = {}
 
 
