@@ -11,7 +11,9 @@ At each size (filled in steps: 1,000, then 10,000, ...), every query below runs 
 (the median counts), and each answer is checked against the same query over every entry in memory
 (`domain.sku_list.answer` over one list): the page's SKUs, the number matching and the chip counts
 must agree, or the run fails. Reported: each query's time, the engine's and the service's CPU per
-page, and one entry's put through the ingress. Each size ends with a line; the run with
+page, and one entry's put through the ingress. Each size ends with a line. Then, at the largest size,
+the first page is read once a second while entries change at a steady rate (`CHURN`), each rate
+with a line `list-shards: skus=N churn_puts_per_s=R page_ms_median=P page_ms_max=M`. The run ends with
 
     list-shards: skus=N page_ms=P page_ms_median=M middle_offset_ms=O first_read_ms=F put_ms=U shards=S
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import shutil
 import statistics
 import sys
@@ -51,6 +54,9 @@ from replenisher.stack.runtime import BinaryRuntime
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS = REPO_ROOT / "bench" / "results"
 PLANS = {"smoke": [300, 1_200], "quick": [1_000, 10_000], "full": [1_000, 10_000, 100_000]}
+# At the largest size: entries changing at these rates a second, for this long. A plant of 100,000 SKUs
+# checked once a business day (8 hours) writes about 3.5 a second; 50 is a burst.
+CHURN = {"smoke": ([5.0], 2.0), "quick": ([5.0, 50.0], 10.0), "full": ([5.0, 50.0], 20.0)}
 PER_PAGE = 100
 FILL_BATCH = 1_000
 NOW = 1_800_000_000.0
@@ -167,6 +173,46 @@ class Probe:
             entry.revision = newer.revision  # the in-memory list stays the same as the shards'
         return round(statistics.median(times) * 1000, 2)
 
+    async def under_churn(self, entries: list[ListEntry], rate: float, seconds: float) -> dict[str, float]:
+        """The first page by SKU, read once a second while entries change at `rate` a second (a newer
+        revision with another stock figure, as a day's checks write them): the buckets they touch are
+        read again by the next page. Each page must still hold the SKUs the whole list puts first."""
+        want = [e.sku for e in expected(entries, *query_of({})).entries]
+        stop = time.monotonic() + seconds
+        rng = random.Random(rate)
+        puts = 0
+
+        async def put_steadily() -> None:
+            nonlocal puts
+            began = time.monotonic()
+            while time.monotonic() < stop:
+                entry = entries[rng.randrange(len(entries))]
+                entry.revision += 1
+                entry.on_hand = (entry.on_hand or 0) + 1
+                if await put_entries(self.http, [entry]) != 1:
+                    raise RuntimeError(f"the put of {entry.sku}'s newer revision changed nothing")
+                puts += 1
+                await asyncio.sleep(max(0.0, began + puts / rate - time.monotonic()))
+
+        async def read_each_second() -> list[float]:
+            times = []
+            while time.monotonic() < stop:
+                began = time.perf_counter()
+                got = await list_page(self.http, query_of({})[0], 0, PER_PAGE)
+                times.append(time.perf_counter() - began)
+                if [e.sku for e in got.entries] != want or got.total != len(entries):
+                    raise RuntimeError(f"a page read while entries changed lost rows: {got.total} of {len(entries)}")
+                await asyncio.sleep(max(0.0, 1.0 - times[-1]))
+            return times
+
+        _, times = await asyncio.gather(put_steadily(), read_each_second())
+        return {
+            "puts_per_s": round(puts / seconds, 1),
+            "page_ms_median": round(statistics.median(times) * 1000, 1),
+            "page_ms_max": round(max(times) * 1000, 1),
+            "pages": len(times),
+        }
+
 
 @asynccontextmanager
 async def served(workdir: Path) -> AsyncIterator[Probe]:
@@ -192,7 +238,8 @@ async def served(workdir: Path) -> AsyncIterator[Probe]:
             yield Probe(RestateHttp(restate.ingress_url, restate.admin_url, client), restate.pid, app.pid)
 
 
-async def measure(sizes: list[int], tries: int, workdir: Path) -> list[dict[str, Any]]:
+async def measure(plan: str, tries: int, workdir: Path) -> list[dict[str, Any]]:
+    sizes, (rates, seconds) = PLANS[plan], CHURN[plan]
     out: list[dict[str, Any]] = []
     async with served(workdir) as probe:
         entries: list[ListEntry] = []
@@ -215,6 +262,10 @@ async def measure(sizes: list[int], tries: int, workdir: Path) -> list[dict[str,
             row["middle_offset_ms"] = max(row[name]["ms"] for name, (_, start) in QUERIES.items() if start == "offset")
             print(line(row), flush=True)
             out.append(row)
+        for rate in rates:
+            churned = await probe.under_churn(entries, rate, seconds)
+            out[-1].setdefault("churn", []).append(churned)
+            print(churn_line(out[-1]["skus"], churned), flush=True)
     return out
 
 
@@ -226,6 +277,13 @@ def line(row: dict[str, Any]) -> str:
     return (
         f"list-shards: skus={row['skus']} {each} page_engine_cpu_ms={engine:g} page_service_cpu_ms={service:g} "
         f"first_read_ms={row['first_read_ms']:g} put_ms={row['put_ms']:g}"
+    )
+
+
+def churn_line(skus: int, churned: dict[str, float]) -> str:
+    return (
+        f"list-shards: skus={skus} churn_puts_per_s={churned['puts_per_s']:g} "
+        f"page_ms_median={churned['page_ms_median']:g} page_ms_max={churned['page_ms_max']:g}"
     )
 
 
@@ -249,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     reap_with_this_process()
     workdir = Path(tempfile.mkdtemp(prefix="replenisher-list-shards-"))
     try:
-        rows = asyncio.run(measure(PLANS[args.plan], args.tries, workdir))
+        rows = asyncio.run(measure(args.plan, args.tries, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     settings = {"plan": args.plan, "tries": args.tries, "per_page": PER_PAGE}

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from bench.list_shards import PLANS, QUERIES, closing_line, entry_of, expected, query_of, sku_of
+from bench.list_shards import CHURN, PLANS, QUERIES, closing_line, entry_of, expected, query_of, sku_of
 
 from bench_logic.smoke import run_bench, sizes_of
 
@@ -18,6 +18,7 @@ SIZE_LINE = re.compile(
     + " ".join(rf"{name}_ms=[0-9.]+" for name in QUERIES)
     + r" page_engine_cpu_ms=[0-9.]+ page_service_cpu_ms=[0-9.]+ first_read_ms=[0-9.]+ put_ms=[0-9.]+$"
 )
+CHURN_LINE = re.compile(r"^list-shards: skus=\d+ churn_puts_per_s=[0-9.]+ page_ms_median=[0-9.]+ page_ms_max=[0-9.]+$")
 CLOSING_LINE = re.compile(
     r"^list-shards: skus=(\d+) page_ms=[0-9.]+ page_ms_median=[0-9.]+ middle_offset_ms=[0-9.]+ "
     r"first_read_ms=[0-9.]+ put_ms=[0-9.]+ shards=8$"
@@ -32,8 +33,12 @@ def test_the_smoke_plan_reads_every_page_as_the_whole_list_has_it(tmp_path: Path
     assert sizes_of(lines, SIZE_LINE) == sizes, lines
     closing = CLOSING_LINE.match(lines[-1])
     assert closing is not None and int(closing.group(1)) == sizes[-1], lines[-1]
+    churned = [line for line in lines if CHURN_LINE.match(line)]
+    assert len(churned) == len(CHURN["smoke"][0]), lines
     runs = json.loads(out.read_text())["runs"]
     assert [r["skus"] for r in runs] == sizes
+    # While entries changed, pages were read and every one held the SKUs the whole list puts first.
+    assert all(c["pages"] >= 1 and c["puts_per_s"] > 0 for c in runs[-1]["churn"]), runs[-1]["churn"]
     turned = [name for name, (_, start) in QUERIES.items() if start != "offset"]
     assert all(r["page_ms"] == max(r[name]["ms"] for name in turned) for r in runs), runs
     assert all(r["middle_offset_ms"] == r["by_sku_middle_offset"]["ms"] for r in runs), runs
