@@ -43,7 +43,7 @@ import httpx
 from bench.probe_results import write_runs
 from bench.probe_stack import running
 from bench.procfs import group_cpu_seconds, task_cpu_seconds
-from replenisher.domain.sku_list import SHARDS, ListEntry, ListPage, ShardQuery, answer, merge
+from replenisher.domain.sku_list import SHARDS, ListEntry, ListPage, ShardQuery, answer, encode, merge
 from replenisher.operations.restate.http import RestateHttp
 from replenisher.operations.restate.sku_list import list_page, put_entries
 from replenisher.stack.ports import RestatePorts, free_port
@@ -114,7 +114,7 @@ def query_of(params: dict[str, Any], start: Start = "first", size: int = 0) -> t
 def expected(entries: list[ListEntry], query: ShardQuery, offset: int) -> ListPage:
     """The page from every entry at once: what the shards' answers must merge to."""
     asked = query.model_copy(update={"upto": offset + PER_PAGE})
-    return merge([answer([e.row() for e in entries], asked)], asked, offset, PER_PAGE)
+    return merge([answer([(e.sku, encode(e)) for e in entries], asked)], asked, offset, PER_PAGE)
 
 
 def same(got: ListPage, want: ListPage) -> bool:

@@ -172,6 +172,9 @@ def decode(sku: str, kept: list[Any]) -> Row:
     )
 
 
+Kept = tuple[str, list[Any]]  # a SKU and its entry as its bucket keeps it: what a shard scans
+
+
 def pack(bucket: dict[str, list[Any]]) -> bytes:
     """A bucket as its state key holds it: compact JSON, compressed. A reader reads a bucket again each
     time it changed, and Restate's cost for that follows the bytes (`make bench-list`)."""
@@ -223,7 +226,7 @@ class ShardCache:
 
     def __init__(self) -> None:
         self.epoch: str | None = None
-        self.held: dict[int, tuple[int, list[Row]]] = {}
+        self.held: dict[int, tuple[int, list[Kept]]] = {}
 
     def stale(self, versions: Versions) -> list[int]:
         """The buckets to read again: written since they were read, or never read."""
@@ -231,11 +234,11 @@ class ShardCache:
             self.epoch, self.held = versions.epoch, {}
         return [b for b, v in enumerate(versions.of) if v and self.held.get(b, (-1, []))[0] != v]
 
-    def keep(self, bucket: int, version: int, rows: list[Row]) -> None:
-        self.held[bucket] = (version, rows)
+    def keep(self, bucket: int, version: int, entries: list[Kept]) -> None:
+        self.held[bucket] = (version, entries)
 
-    def rows(self) -> list[Row]:
-        return [row for _, rows in self.held.values() for row in rows]
+    def entries(self) -> list[Kept]:
+        return [kept for _, entries in self.held.values() for kept in entries]
 
 
 class ShardQuery(BaseModel):
@@ -259,80 +262,85 @@ class ShardQuery(BaseModel):
 
 
 class ShardAnswer(BaseModel):
-    rows: list[list[Any]] = Field(description="the shard's first `upto` rows past `after`, in the query's order")
+    rows: list[list[Any]] = Field(
+        description="the shard's first `upto` entries past `after`, in the query's order, each `[sku, *kept]`"
+    )
     matching: int = Field(description="the rows the search and filters chose, past the cursor or not")
     beyond: int = Field(description="of those, the rows past the cursor")
     total: int
     counts: dict[str, int]
 
 
-def waits_on(row: Row) -> str | None:
-    return WAITING_ON.get(row.waiting_tool, "someone") if row.waiting_tool else None
+_MANAGER = {TOOL_CODES["wait_for_approval"]}
+_SUPPLIER = {TOOL_CODES["wait_for_supplier_reply"], TOOL_CODES["wait_for_goods"]}
+_FAILED = {OUTCOME_CODES[o] for o in FAILED_OUTCOMES}
+# Positions in a kept entry (`encode`).
+_RUN, _TOOL, _SINCE, _PRICE, _OUTCOME, _ENDED, _ON_HAND, _SAFETY, _COVER, _PROBLEM = 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
 
 
-def below_safety(row: Row) -> bool:
-    return row.on_hand is not None and row.safety_stock is not None and row.on_hand < row.safety_stock
+def kept_of(bucket: dict[str, list[Any]] | None) -> list[Kept]:
+    """A bucket's entries as a shard scans them: not decoded, so a page pays only for the rows it sends."""
+    return list((bucket or {}).items())
 
 
-def over_budget(row: Row, budget: float | None) -> bool:
-    return budget is not None and row.asked_price is not None and row.asked_price > budget
-
-
-def failing(row: Row) -> bool:
-    return row.problem is not None or (row.active_run is None and row.outcome in FAILED_OUTCOMES)
-
-
-def sort_key(key: SortKey, now: float) -> Callable[[Row], tuple[Any, ...]]:
+def sort_key(key: SortKey, now: float) -> Callable[[Kept], tuple[Any, ...]]:
     """The SKUs page's orders: the emptiest shelf against its safety stock, the least cover, the longest
     wait, the last outcome (newest first within one) or the SKU; ties by SKU, so every shard agrees.
     Every part is JSON (no infinity), so a key can come back as a page's cursor."""
 
-    def of(row: Row) -> tuple[Any, ...]:
+    def of(kept: Kept) -> tuple[Any, ...]:
+        sku, k = kept
         if key == "stock":
-            if row.on_hand is None:
-                return (FAR, row.sku)
-            return (row.on_hand / max(row.safety_stock or 0, 1), row.sku)
+            if k[_ON_HAND] is None:
+                return (FAR, sku)
+            return (k[_ON_HAND] / max(k[_SAFETY] or 0, 1), sku)
         if key == "cover":
-            return (FAR if row.cover_days is None else row.cover_days, row.sku)
+            return (FAR if k[_COVER] is None else k[_COVER], sku)
         if key == "waiting":
-            return (-(now - row.waiting_since) if row.waiting_since is not None else FAR, row.sku)
+            return (-(now - k[_SINCE]) if k[_SINCE] is not None else FAR, sku)
         if key == "outcome":
-            return (row.outcome or "~", -(row.ended_at or 0.0), row.sku)
-        return (row.sku,)
+            outcome = k[_OUTCOME]
+            return (_OUTCOMES.get(outcome, outcome) or "~", -(k[_ENDED] or 0), sku)
+        return (sku,)
 
     return of
 
 
-def counts_of(rows: Iterable[Row], budget: float | None) -> dict[str, int]:
-    return _scan(rows, ShardQuery(now=0.0, upto=0, budget=budget))[1]
+def counts_of(entries: Iterable[Kept], budget: float | None) -> dict[str, int]:
+    return _scan(entries, ShardQuery(now=0.0, upto=0, budget=budget))[1]
 
 
-def _scan(rows: Iterable[Row], query: ShardQuery) -> tuple[list[Row], dict[str, int]]:
-    """One pass: the rows the search and filters choose, and the counts per chip over every row.
-    Written out in one loop, not as the predicates above: it runs once per SKU per page."""
+def _scan(entries: Iterable[Kept], query: ShardQuery) -> tuple[list[Kept], dict[str, int]]:
+    """One pass: the entries the search and filters choose, and the counts per chip over every entry.
+    Written out in one loop over the kept form: it runs once per SKU per page."""
     needle = query.q.strip().lower()
     budget = query.budget
     waiting, flag = query.waiting, query.flag
-    on_of = WAITING_ON
-    failed = FAILED_OUTCOMES
+    manager_codes, supplier_codes, failed = _MANAGER, _SUPPLIER, _FAILED
     manager = supplier = below = over = bad = 0
-    chosen: list[Row] = []
-    for row in rows:
-        tool = row.waiting_tool
-        on = (on_of.get(tool) or "someone") if tool else None
-        if on == "manager":
+    chosen: list[Kept] = []
+    for kept in entries:
+        sku, k = kept
+        tool = k[_TOOL]
+        if tool is None:
+            on = None
+        elif tool in manager_codes:
+            on = "manager"
             manager += 1
-        elif on == "supplier":
+        elif tool in supplier_codes:
+            on = "supplier"
             supplier += 1
-        on_hand, safety = row.on_hand, row.safety_stock
+        else:
+            on = "someone"
+        on_hand, safety = k[_ON_HAND], k[_SAFETY]
         is_below = on_hand is not None and safety is not None and on_hand < safety
         below += is_below
-        price = row.asked_price
+        price = k[_PRICE]
         is_over = budget is not None and price is not None and price > budget
         over += is_over
-        is_failing = row.problem is not None or (row.active_run is None and row.outcome in failed)
+        is_failing = k[_PROBLEM] is not None or (k[_RUN] is None and k[_OUTCOME] in failed)
         bad += is_failing
-        if needle and needle not in row.sku.lower():
+        if needle and needle not in sku.lower():
             continue
         if waiting != "any" and (
             (on is not None) if waiting == "nobody" else (on is None) if waiting == "someone" else on != waiting
@@ -342,27 +350,27 @@ def _scan(rows: Iterable[Row], query: ShardQuery) -> tuple[list[Row], dict[str, 
             is_below if flag == "below-safety" else is_over if flag == "over-budget" else is_failing
         ):
             continue
-        chosen.append(row)
+        chosen.append(kept)
     counts = {"manager": manager, "supplier": supplier, "below-safety": below, "over-budget": over, "failing": bad}
     return chosen, counts
 
 
-def answer(rows: list[Row], query: ShardQuery) -> ShardAnswer:
-    """One shard's part of a page: its first `upto` chosen rows past the cursor in order, how many it
-    chose, how many lie past the cursor, and its counts per chip."""
-    chosen, counts = _scan(rows, query)
+def answer(entries: list[Kept], query: ShardQuery) -> ShardAnswer:
+    """One shard's part of a page: its first `upto` chosen entries past the cursor in order (as kept,
+    each `[sku, *entry]`), how many it chose, how many lie past the cursor, and its counts per chip."""
+    chosen, counts = _scan(entries, query)
     key = sort_key(query.sort, query.now)
     descending = query.order == "desc"
     past = chosen
     if query.after is not None:
         after = tuple(query.after)
-        past = [r for r in chosen if (key(r) < after if descending else key(r) > after)]
+        past = [e for e in chosen if (key(e) < after if descending else key(e) > after)]
     first = heapq.nlargest(query.upto, past, key) if descending else heapq.nsmallest(query.upto, past, key)
     return ShardAnswer(
-        rows=[list(r) for r in first],
+        rows=[[sku, *k] for sku, k in first],
         matching=len(chosen),
         beyond=len(past),
-        total=len(rows),
+        total=len(entries),
         counts=counts,
     )
 
@@ -380,21 +388,21 @@ def merge(answers: Iterable[ShardAnswer], query: ShardQuery, offset: int, limit:
     `query` (its `upto` at least `offset + limit`)."""
     answers = list(answers)
     key = sort_key(query.sort, query.now)
-    streams = [[Row(*r) for r in a.rows] for a in answers]
+    streams = [[(r[0], r[1:]) for r in a.rows] for a in answers]
     ordered = heapq.merge(*streams, key=key, reverse=query.order == "desc")
-    page: list[Row] = []
-    for i, row in enumerate(ordered):
+    page: list[Kept] = []
+    for i, kept in enumerate(ordered):
         if i >= offset + limit:
             break
         if i >= offset:
-            page.append(row)
+            page.append(kept)
     counts = dict.fromkeys(CHIPS, 0)
     for a in answers:
         for chip, n in a.counts.items():
             counts[chip] = counts.get(chip, 0) + n
     more = page and offset + len(page) < sum(a.beyond for a in answers)
     return ListPage(
-        entries=[ListEntry.of(r) for r in page],
+        entries=[ListEntry.of(decode(sku, k)) for sku, k in page],
         matching=sum(a.matching for a in answers),
         total=sum(a.total for a in answers),
         counts=counts,

@@ -28,9 +28,9 @@ from replenisher.domain.sku_list import (
     answer,
     bucket_key,
     bucket_of,
+    kept_of,
     pack,
     put_row,
-    rows_of,
     shard_key_of,
     unpack,
 )
@@ -104,6 +104,6 @@ async def page(ctx: ObjectSharedContext, query: ShardQuery) -> ShardAnswer:
         return answer([], query)
     cache = _held.setdefault(ctx.key(), ShardCache())
     for bucket in cache.stale(versions):
-        rows = rows_of(unpack(await ctx.get(bucket_key(bucket), serde=BytesSerde())))
-        cache.keep(bucket, versions.of[bucket], rows)
-    return answer(cache.rows(), query)
+        kept = kept_of(unpack(await ctx.get(bucket_key(bucket), serde=BytesSerde())))
+        cache.keep(bucket, versions.of[bucket], kept)
+    return answer(cache.entries(), query)
