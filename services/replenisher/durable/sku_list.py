@@ -3,9 +3,9 @@
 Each shard keeps its SKUs' entries in buckets (state keys `b000`...), compressed, as
 `domain.sku_list` lays them out, and beside them each bucket's version. A put reads and writes its
 buckets and the versions, with lazy state: Restate does not send it the rest of the shard. A page's
-read is shared and lazy too: it reads the versions and then only the buckets this process has not
-read at their current version. Puts are exclusive per shard; an entry with an older revision than
-the one kept changes nothing, so puts that arrive out of order are harmless.
+read is shared and lazy too: it reads the versions and then, all at once, only the buckets this
+process has not read at their current version. Puts are exclusive per shard; an entry with an
+older revision than the one kept changes nothing, so puts that arrive out of order are harmless.
 """
 
 from __future__ import annotations
@@ -103,7 +103,10 @@ async def page(ctx: ObjectSharedContext, query: ShardQuery) -> ShardAnswer:
     if versions is None:
         return answer([], query)
     cache = _held.setdefault(ctx.key(), ShardCache())
-    for bucket in cache.stale(versions):
-        kept = kept_of(unpack(await ctx.get(bucket_key(bucket), serde=BytesSerde())))
-        cache.keep(bucket, versions.of[bucket], kept)
+    stale = cache.stale(versions)
+    # Asked for all at once, answered together: not one round trip to Restate after another.
+    reads = [ctx.get(bucket_key(bucket), serde=BytesSerde()) for bucket in stale]
+    await restate.gather(*reads)  # type: ignore[arg-type]
+    for bucket, read in zip(stale, reads, strict=True):
+        cache.keep(bucket, versions.of[bucket], kept_of(unpack(await read)))
     return answer(cache.entries(), query)
