@@ -137,9 +137,10 @@ class Probe:
     async def fill(self, entries: list[ListEntry]) -> float:
         began = time.monotonic()
         for start in range(0, len(entries), FILL_BATCH * SHARDS):
-            changed = await put_entries(self.http, entries[start : start + FILL_BATCH * SHARDS])
-            if changed != len(entries[start : start + FILL_BATCH * SHARDS]):
-                raise RuntimeError(f"a fill put changed {changed} entries of {FILL_BATCH * SHARDS}")
+            batch = entries[start : start + FILL_BATCH * SHARDS]
+            changed = await put_entries(self.http, batch)
+            if changed != len(batch):
+                raise RuntimeError(f"a fill put changed {changed} entries of {len(batch)}")
         return time.monotonic() - began
 
     async def timed(self, query: ShardQuery, offset: int, tries: int, want: ListPage) -> dict[str, float]:

@@ -22,11 +22,11 @@ from replenisher.domain.sku_list import (
     answer,
     bucket_of,
     counts_of,
+    decode,
     encode,
     kept_of,
     merge,
     put_row,
-    rows_of,
     shard_of,
 )
 
@@ -92,6 +92,10 @@ def reference(rows: list[Row], query: ShardQuery) -> list[Row]:
 
     chosen = [r for r in rows if (not needle or needle in r.sku.lower()) and waits(r) and flagged(r)]
     return sorted(chosen, key=key, reverse=query.order == "desc")
+
+
+def rows_of(bucket: dict[str, list[Any]]) -> list[Row]:
+    return [decode(sku, kept) for sku, kept in kept_of(bucket)]
 
 
 def kept_by_shard(entries: list[ListEntry]) -> list[list[Kept]]:

@@ -29,8 +29,7 @@ from replenisher.domain.sku import run_id_of
 SKU_LIST = "SkuList"  # the virtual object that keeps the shards
 SHARDS = 8
 BUCKETS = 128  # per shard: 1,024 buckets, about 100 entries each at 100,000 SKUs
-FAILED_OUTCOMES = ("gave_up", "cancelled", "unknown")
-WAITING_ON = {"wait_for_approval": "manager", "wait_for_supplier_reply": "supplier", "wait_for_goods": "supplier"}
+FAILED_OUTCOMES = ("gave_up", "cancelled", "unknown")  # a last run that ended so is failing, without a new one
 CHIPS = ("manager", "supplier", "below-safety", "over-budget", "failing")
 FAR = 1e300  # last in an ascending order; finite, so a cursor holding it is JSON
 
@@ -183,11 +182,6 @@ def pack(bucket: dict[str, list[Any]]) -> bytes:
 
 def unpack(kept: bytes | None) -> dict[str, list[Any]] | None:
     return None if kept is None else json.loads(zlib.decompress(kept))
-
-
-def rows_of(bucket: dict[str, list[Any]] | None) -> list[Row]:
-    """A bucket's rows, as `json.loads` gave it."""
-    return [decode(sku, kept) for sku, kept in (bucket or {}).items()]
 
 
 def put_row(bucket: dict[str, list[Any]] | None, entry: ListEntry) -> dict[str, list[Any]] | None:

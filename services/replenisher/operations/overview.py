@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import SkuRecord
+from replenisher.domain.sku_list import FAILED_OUTCOMES
 from replenisher.domain.state import State
 from replenisher.operations.catalogue import Catalogue, ItemStock
 from replenisher.operations.restate.client import RestateClient
@@ -22,7 +23,6 @@ from replenisher.timeline.format import clock
 from replenisher.timeline.model import Invocation, Waiting
 
 WAITING_ON = {"wait_for_approval": "manager", "wait_for_supplier_reply": "supplier", "wait_for_goods": "supplier"}
-FAILED_OUTCOMES = ("gave_up", "cancelled", "unknown")
 
 
 class SkuRow(BaseModel):
