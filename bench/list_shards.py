@@ -102,6 +102,7 @@ def entry_of(i: int) -> ListEntry:
         safety_stock=safety,
         cover_days=round(((i * 31) % 300) / (1 + i % 9), 2) if i % 13 else None,
         problem="stopped: the run's call is paused" if i % 97 == 0 else None,
+        wait_run=i % 7 + 1 if active else None,
     )
 
 

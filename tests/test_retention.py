@@ -67,9 +67,15 @@ def test_the_service_tells_restate_its_windows_at_discovery() -> None:
     ms = {name: int(value.total_seconds() * 1000) for name, value in windows.items()}
     services = {s["name"]: s for s in manifest["services"]}
     # ServiceAnswered too: its notes end the outage bands whose refusals the journal keeps, as long.
-    assert set(services) == {"SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered"}
+    assert set(services) == {"SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered", "SkuList"}
     for service in services.values():
         assert service["journalRetention"] == ms["JOURNAL"], service["name"]
         assert service["idempotencyRetention"] == ms["IDEMPOTENCY"], service["name"]
+        for handler in service["handlers"]:
+            kept = (handler.get("journalRetention"), handler.get("idempotencyRetention"))
+            # The SKU list's calls keep nothing (durable/sku_list.py): each finished one kept would add to
+            # every scan of `sys_invocation`, and none says anything a timeline shows. Every other keeps the
+            # service's windows.
+            assert kept == ((0, 0) if service["name"] == "SkuList" else (None, None)), (service["name"], handler)
     [run] = [h for h in services["Replenish"]["handlers"] if h["name"] == "run"]
     assert run["workflowCompletionRetention"] == ms["WORKFLOW"]

@@ -16,6 +16,7 @@ from replenisher.domain.audit import AuditRecord
 from replenisher.domain.documents import StockLevel
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes
+from replenisher.domain.sku_list import SKU_LIST, ListEntry, WaitEntry
 from replenisher.durable import contracts
 from replenisher.durable.app import SERVICES
 from replenisher.durable.archive import run_archive
@@ -23,8 +24,11 @@ from replenisher.durable.audit_log import audit_log
 from replenisher.durable.contracts import Address, Message, RoutedQuery, RunRequest
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
+from replenisher.durable.sku_list import sku_list
 
 SAMPLES: dict[type[BaseModel], BaseModel] = {
+    ListEntry: ListEntry(sku="SKU-1", revision=3, runs=1, active_run="replenish-SKU-1-1", on_hand=4, safety_stock=10),
+    WaitEntry: WaitEntry(sku="SKU-1", run=1, seq=2, tool="wait_for_approval", since=5.0, price=4.25),
     RunRequest: RunRequest(
         stock=StockLevel(sku="SKU-1", on_hand=3, safety_stock=10, target_stock=50, suppliers=["acme"]), day_seconds=5
     ),
@@ -41,10 +45,16 @@ SAMPLES: dict[type[BaseModel], BaseModel] = {
 
 
 def test_every_address_names_a_handler_with_its_request_and_response_types() -> None:
-    assert contracts.mismatches([sku_agent, replenish, run_archive, audit_log]) == []
-    assert [s.name for s in SERVICES] == ["SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered"]
+    assert contracts.mismatches([sku_agent, replenish, run_archive, audit_log, sku_list]) == []
+    names = ["SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered", "SkuList"]
+    assert [s.name for s in SERVICES] == names
     # Both directions are covered: what the SKU calls on its runs and what a run calls on its SKU.
-    assert {a.service for a in contracts.ADDRESSES} == {contracts.SKU_AGENT, contracts.REPLENISH, contracts.AUDIT_LOG}
+    assert {a.service for a in contracts.ADDRESSES} == {
+        contracts.SKU_AGENT,
+        contracts.REPLENISH,
+        contracts.AUDIT_LOG,
+        SKU_LIST,
+    }
 
 
 def test_an_address_that_does_not_match_its_handler_is_named_with_what_differs() -> None:

@@ -108,6 +108,7 @@ async def test_a_correct_signature_made_here_is_accepted(signed_stack: ServiceSt
         "RunArchive",
         "AuditLog",
         "ServiceAnswered",
+        "SkuList",
     }
 
 

@@ -66,6 +66,7 @@ def test_restate_registered_the_function_as_request_response(lambda_stack: Servi
         "RunArchive",
         "AuditLog",
         "ServiceAnswered",
+        "SkuList",
     }
     # Discovery itself went through the handler.
     function = lambda_stack.service

@@ -9,8 +9,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from replenisher.domain.documents import StockLevel
+from replenisher.domain.outcomes import ReplenishmentResult
+from replenisher.domain.sku import SkuRecord, run_id_of
 from replenisher.domain.sku_list import (
     BUCKETS,
+    DETAIL,
     FAR,
     SHARDS,
     Kept,
@@ -19,12 +23,14 @@ from replenisher.domain.sku_list import (
     ShardCache,
     ShardQuery,
     Versions,
+    WaitEntry,
     answer,
     bucket_of,
     counts_of,
     decode,
     encode,
     kept_of,
+    listing,
     merge,
     put_row,
     shard_of,
@@ -55,7 +61,18 @@ def entry(i: int, rng: random.Random) -> ListEntry:
         safety_stock=rng.choice([0, 10, 20]) if on_hand is not None else None,
         cover_days=rng.choice([None, 0.5, 3.0, 3.0]),
         problem="stopped: paused" if rng.random() < 0.05 else None,
+        # Mostly the active run's own wait; some an earlier or a later run's (not shown), some none.
+        wait_run=(1 if rng.random() < 0.85 else 2) if active else rng.choice([None, 3]),
+        wait_seq=rng.randrange(4),
+        detail=rng.choice([None, "received 95 of 95", "é" * 80]),
     )
+
+
+def shown(e: ListEntry) -> Row:
+    """The entry as a page shows it, written plainly: its wait only while the wait's run is the active one."""
+    current = e.wait_run is not None and e.active_run == run_id_of(e.sku, e.wait_run)
+    blank = {"waiting_tool": None, "waiting_since": None, "asked_price": None}
+    return e.row() if current else e.model_copy(update=blank).row()
 
 
 def reference(rows: list[Row], query: ShardQuery) -> list[Row]:
@@ -140,7 +157,7 @@ def test_a_page_merged_from_the_shards_is_the_page_of_the_whole_list(
 
     page = merge([answer(rows, query) for rows in kept_by_shard(entries)], query, offset, limit)
 
-    whole = reference([e.row() for e in entries], query)
+    whole = reference([shown(e) for e in entries], query)
     assert [e.sku for e in page.entries] == [r.sku for r in whole[offset : offset + limit]]
     assert page.matching == len(whole)
     assert page.total == len(entries)
@@ -152,7 +169,7 @@ def test_following_each_pages_cursor_walks_the_whole_list_in_order_once(params: 
     rng = random.Random(11)
     entries = [entry(i, rng) for i in range(400)]
     shards = kept_by_shard(entries)
-    whole = reference([e.row() for e in entries], ShardQuery(now=NOW, upto=0, **params))
+    whole = reference([shown(e) for e in entries], ShardQuery(now=NOW, upto=0, **params))
     seen: list[str] = []
     after = None
     for _ in range(100):
@@ -175,7 +192,7 @@ def test_a_bucket_keeps_the_common_words_short_and_gives_back_the_entry() -> Non
     for e in [*entries, odd]:
         bucket = put_row(None, e)
         assert bucket is not None
-        assert rows_of(bucket) == [e.row()]
+        assert rows_of(bucket) == [shown(e)]
     kept = put_row(None, entries[0].model_copy(update={"active_run": "replenish-SKU-00000-12", "outcome": "gave_up"}))
     assert kept is not None and kept["SKU-00000"][3] == 12 and kept["SKU-00000"][7] == 3
 
@@ -236,10 +253,13 @@ def test_an_entry_goes_into_a_row_and_back_unchanged() -> None:
 
 
 def test_chips_count_whom_a_run_waits_on_and_what_is_wrong() -> None:
-    base = dict(revision=1, on_hand=None, safety_stock=None)
+    base: dict[str, Any] = dict(revision=1, on_hand=None, safety_stock=None)
+    waits = {**base, "wait_run": 1}
     entries = [
-        ListEntry(sku="A", active_run="r", waiting_tool="wait_for_approval", asked_price=12.0, **base),
-        ListEntry(sku="B", active_run="r", waiting_tool="wait_for_goods", **base),
+        ListEntry(sku="A", active_run="replenish-A-1", waiting_tool="wait_for_approval", asked_price=12.0, **waits),
+        ListEntry(sku="B", active_run="replenish-B-1", waiting_tool="wait_for_goods", **waits),
+        # A wait of the run before, told after the agent moved on: neither counted nor its price.
+        ListEntry(sku="G", active_run="replenish-G-2", waiting_tool="wait_for_approval", asked_price=99.0, **waits),
         ListEntry(sku="C", outcome="gave_up", **{**base, "on_hand": 1, "safety_stock": 5}),
         ListEntry(sku="D", active_run="r", outcome="gave_up", problem=None, **base),  # a new run is on
         ListEntry(sku="E", problem="stopped: paused", **base),
@@ -276,3 +296,96 @@ def test_a_bad_entry_is_refused(bad: dict[str, Any]) -> None:
 def test_a_bad_query_is_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         ShardQuery.model_validate({"now": NOW, "upto": 10, **bad})
+
+
+def test_the_agents_put_keeps_the_runs_wait_and_a_wait_told_late_changes_nothing() -> None:
+    agent = ListEntry(sku="A", revision=3, active_run="replenish-A-2", runs=2)
+    bucket = put_row(None, agent)
+    assert bucket is not None
+
+    def wait(run: int, seq: int, tool: str | None, price: float | None = None) -> dict[str, list[Any]] | None:
+        told = WaitEntry(sku="A", run=run, seq=seq, tool=tool, since=NOW, price=price)
+        return put_row(bucket, told.entry(bucket["A"]))
+
+    waiting = wait(2, 1, "wait_for_approval", 12.5)
+    assert waiting is not None
+    [row] = rows_of(waiting)
+    assert (row.waiting_tool, row.waiting_since, row.asked_price, row.revision) == ("wait_for_approval", NOW, 12.5, 3)
+    bucket = waiting
+
+    # The agent's next put says nothing of the wait: the wait stays.
+    moved = put_row(bucket, agent.model_copy(update={"revision": 4, "on_hand": 7}))
+    assert moved is not None
+    [row] = rows_of(moved)
+    assert (row.on_hand, row.waiting_tool, row.asked_price) == (7, "wait_for_approval", 12.5)
+    bucket = moved
+
+    # The same run's earlier word, arriving after, and the run before's: nothing changes.
+    assert wait(2, 0, None) is None
+    assert wait(1, 9, "wait_for_goods") is None
+    # Its next word wins: it waits for nothing now.
+    done = wait(2, 2, None)
+    assert done is not None and rows_of(done)[0].waiting_tool is None
+
+    # A wait of a run the agent has not started yet (its put not here yet) is kept, not shown.
+    ahead = wait(3, 1, "wait_for_goods")
+    assert ahead is not None and rows_of(ahead)[0].waiting_tool is None
+    started = put_row(ahead, agent.model_copy(update={"revision": 5, "active_run": "replenish-A-3", "runs": 3}))
+    assert started is not None and rows_of(started)[0].waiting_tool == "wait_for_goods"
+
+
+def test_a_wait_told_before_the_agents_first_put_makes_a_row_the_agent_then_fills() -> None:
+    told = WaitEntry(sku="B", run=1, seq=1, tool="wait_for_approval", since=NOW, price=3.0)
+    bucket = put_row(None, told.entry(None))
+    assert bucket is not None
+    [row] = rows_of(bucket)
+    assert row.revision == 0 and row.waiting_tool is None, "no active run known yet: not shown"
+    first = put_row(bucket, ListEntry(sku="B", revision=1, runs=1, active_run="replenish-B-1"))
+    assert first is not None
+    assert rows_of(first)[0].waiting_tool == "wait_for_approval"
+
+
+def record_of(**fields: Any) -> SkuRecord:
+    return SkuRecord(sku="A", **fields)
+
+
+def test_the_agent_puts_an_entry_only_when_what_it_says_changed() -> None:
+    record = record_of()
+    first = listing(record)
+    assert first is not None and first.revision == 1 and record.listed.revision == 1
+    assert listing(record) is None, "nothing changed: nothing to put"
+
+    record.watch.watching = True
+    watched = listing(record)
+    assert watched is not None and watched.revision == 2 and watched.watched
+
+    # A check that read the same stock again changes nothing the list shows (the check's time is not on it).
+    stock = StockLevel(sku="A", on_hand=5, safety_stock=10, target_stock=50, suppliers=["s1"])
+    record.consider(stock, NOW)
+    started = listing(record)
+    assert started is not None
+    assert (started.on_hand, started.safety_stock, started.active_run, started.runs) == (5, 10, "replenish-A-1", 1)
+    assert started.wait_run is None, "the wait is the run's to say"
+    record.consider(stock, NOW + 60)
+    assert listing(record) is None
+
+
+def test_a_last_run_that_failed_with_none_after_it_counts_as_failing_and_says_why() -> None:
+    stock = StockLevel(sku="A", on_hand=5, safety_stock=10, target_stock=50, suppliers=["s1"])
+    record = record_of()
+    record.consider(stock, NOW)
+    result = ReplenishmentResult(
+        run_id="replenish-A-1",
+        sku="A",
+        outcome="gave_up",
+        detail="no supplier quoted" + " x" * 300,
+        started_at=NOW,
+        ended_at=NOW + 10,
+    )
+    assert record.finish(result)
+    entry = listing(record)
+    assert entry is not None and entry.active_run is None and entry.outcome == "gave_up"
+    assert entry.detail is not None and entry.detail.startswith("no supplier quoted") and len(entry.detail) == DETAIL
+    assert entry.problem is None, "the outcome says it: the agent has no problem of its own to add"
+    # Its kept form counts it as failing, as the SKUs page does.
+    assert counts_of([(entry.sku, encode(entry))], None)["failing"] == 1

@@ -26,6 +26,10 @@ PUBLIC = {
     ("AuditLog", "page"),
     # The service's own note, sent through the ingress, that it answered after failed attempts.
     ("ServiceAnswered", "after_failures"),
+    # The SKU list: every reader's pages, and an operator's fill of it (`replenisher skus --refill`).
+    ("SkuList", "page"),
+    ("SkuList", "put_many"),
+    ("SkuList", "mark_filled"),
 }
 PRIVATE = {
     ("SkuAgent", "tick"),
@@ -39,6 +43,9 @@ PRIVATE = {
     ("RunArchive", "begin"),
     ("RunArchive", "add"),
     ("RunArchive", "get"),
+    # What agents and runs put on the SKU list: never an outsider's word.
+    ("SkuList", "put"),
+    ("SkuList", "put_wait"),
 }
 
 
@@ -46,7 +53,7 @@ async def handlers(admin: Admin) -> dict[tuple[str, str], bool]:
     """Every handler Restate discovered, with whether the ingress may call it."""
     found: dict[tuple[str, str], bool] = {}
     async with httpx.AsyncClient(base_url=admin.url, timeout=30) as client:
-        for service in ("SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered"):
+        for service in ("SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered", "SkuList"):
             response = await client.get(f"/services/{service}")
             response.raise_for_status()
             body = response.json()

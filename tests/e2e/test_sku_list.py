@@ -57,6 +57,7 @@ async def test_a_put_shows_on_the_next_page_and_an_older_one_changes_nothing(pro
             "waiting_tool": "wait_for_approval",
             "waiting_since": NOW - 60,
             "asked_price": 12.5,
+            "wait_run": 2,
         }
     )
     assert await put_entries(probe.http, [newer]) == 1
@@ -71,12 +72,14 @@ async def test_bad_input_is_refused_with_its_reason_and_changes_nothing(probe: P
     client, ingress = probe.http.client, probe.http.ingress_url
 
     wrong = await client.post(
-        f"{ingress}/{SKU_LIST}/{other_shard('BOLT-M8')}/put", json={"sku": "BOLT-M8", "revision": 5, "runs": 7}
+        f"{ingress}/{SKU_LIST}/{other_shard('BOLT-M8')}/put_many",
+        json={"entries": [{"sku": "BOLT-M8", "revision": 5, "runs": 7}]},
     )
     assert wrong.status_code == 400 and "belongs to shard" in wrong.text, wrong.text
 
     extra = await client.post(
-        f"{ingress}/{SKU_LIST}/{shard_key(shard_of('BOLT-M8'))}/put", json={"sku": "BOLT-M8", "revision": 6, "x": 1}
+        f"{ingress}/{SKU_LIST}/{shard_key(shard_of('BOLT-M8'))}/put_many",
+        json={"entries": [{"sku": "BOLT-M8", "revision": 6, "x": 1}]},
     )
     assert extra.status_code == 400 and "x" in extra.text, extra.text
 
@@ -84,8 +87,25 @@ async def test_bad_input_is_refused_with_its_reason_and_changes_nothing(probe: P
         await list_page(probe.http, ShardQuery.model_construct(now=NOW, upto=10, sort="price"), 0, 10)  # type: ignore[arg-type]
     assert refused.value.status == 400
 
+    private = await client.post(f"{ingress}/{SKU_LIST}/{shard_key(shard_of('BOLT-M8'))}/put", json=entry.model_dump())
+    assert private.status_code >= 400, "an agent's put is not the ingress's to make"
+    nowhere = await client.post(f"{ingress}/{SKU_LIST}/99/mark_filled")
+    assert nowhere.status_code == 400 and "no shard '99'" in nowhere.text, nowhere.text
+
     page = await page_of(probe)
     assert [(e.sku, e.revision, e.runs) for e in page.entries] == [("BOLT-M8", 1, 0)]
+
+
+async def test_the_list_says_it_is_filled_only_once_every_shard_was_marked(probe: Probe) -> None:
+    assert await put_entries(probe.http, [ListEntry(sku=f"SKU-{i}", revision=1) for i in range(30)]) == 30
+    assert not (await page_of(probe)).filled, "entries the agents put are not yet every agent's"
+    client, ingress = probe.http.client, probe.http.ingress_url
+    for shard in range(SHARDS - 1):
+        assert (await client.post(f"{ingress}/{SKU_LIST}/{shard_key(shard)}/mark_filled")).status_code == 200
+    assert not (await page_of(probe)).filled, "one shard is not marked yet"
+    assert (await client.post(f"{ingress}/{SKU_LIST}/{shard_key(SHARDS - 1)}/mark_filled")).status_code == 200
+    page = await page_of(probe)
+    assert page.filled and page.total == 30
 
 
 async def test_reads_and_puts_leave_no_call_on_record(probe: Probe) -> None:

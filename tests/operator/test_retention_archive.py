@@ -28,7 +28,7 @@ async def test_restate_holds_the_windows_the_service_set(
     restate_runtime: RestateRuntime, service: RegisteredService
 ) -> None:
     async with httpx.AsyncClient(base_url=restate_runtime.admin_url, timeout=30) as admin:
-        for name in ("SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered"):
+        for name in ("SkuAgent", "Replenish", "RunArchive", "AuditLog", "ServiceAnswered", "SkuList"):
             service = (await admin.get(f"/services/{name}")).json()
             assert (service["journal_retention"], service["idempotency_retention"]) == ("14d", "14d"), service
         replenish = (await admin.get("/services/Replenish")).json()

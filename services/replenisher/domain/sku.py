@@ -187,6 +187,13 @@ class LastCheck(BaseModel):
     held_until: float | None = None
 
 
+class Listed(BaseModel):
+    """What the agent last put on the SKU list (`domain.sku_list.listing`): its count of changes and a digest."""
+
+    revision: int = 0
+    digest: str | None = None
+
+
 class SkuRecord(BaseModel):
     schema_version: int = SKU_SCHEMA_VERSION
 
@@ -213,6 +220,7 @@ class SkuRecord(BaseModel):
     memory: SkuMemory = Field(default_factory=SkuMemory)
     costs: CostLedger = Field(default_factory=CostLedger, description="model spend over every run of this SKU")
     security: SecurityLog = Field(default_factory=SecurityLog)
+    listed: Listed = Field(default_factory=Listed, description="the agent's last entry on the SKU list")
 
     def consider(self, stock: StockLevel, at: float) -> ActiveRun | None:
         """A stock reading: start a replenishment if below safety stock, none is active, and

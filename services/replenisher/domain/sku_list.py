@@ -24,13 +24,14 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from replenisher.domain.sku import run_id_of
+from replenisher.domain.sku import Listed, SkuRecord, run_id_of
 
 SKU_LIST = "SkuList"  # the virtual object that keeps the shards
 SHARDS = 8
 BUCKETS = 128  # per shard: 1,024 buckets, about 100 entries each at 100,000 SKUs
 FAILED_OUTCOMES = ("gave_up", "cancelled", "unknown")  # a last run that ended so is failing, without a new one
 CHIPS = ("manager", "supplier", "below-safety", "over-budget", "failing")
+DETAIL = 80  # characters of the last outcome's detail an entry keeps: what a list's line shows
 FAR = 1e300  # last in an ascending order; finite, so a cursor holding it is JSON
 
 SortKey = Literal["sku", "stock", "cover", "waiting", "outcome"]
@@ -50,6 +51,9 @@ def shard_of(sku: str, shards: int = SHARDS) -> int:
 def shard_key(shard: int) -> str:
     """The shard's object key: `00` to `07`."""
     return f"{shard:02d}"
+
+
+SHARD_KEYS = tuple(shard_key(shard) for shard in range(SHARDS))
 
 
 def shard_key_of(sku: str) -> str:
@@ -82,6 +86,9 @@ class Row(NamedTuple):
     safety_stock: int | None
     cover_days: float | None
     problem: str | None
+    wait_run: int | None
+    wait_seq: int
+    detail: str | None
 
 
 class ListEntry(BaseModel):
@@ -104,6 +111,14 @@ class ListEntry(BaseModel):
     safety_stock: int | None = None
     cover_days: float | None = Field(default=None, ge=0)
     problem: str | None = Field(default=None, max_length=300, description="why someone should look, if anything")
+    wait_run: int | None = Field(
+        default=None,
+        ge=1,
+        description="the number of the run whose wait, asked price and since these are; None: the entry says "
+        "nothing of a wait (an agent's put keeps the wait the list holds)",
+    )
+    wait_seq: int = Field(default=0, ge=0, description="that run's count of what it said of its waits: a newer wins")
+    detail: str | None = Field(default=None, max_length=DETAIL, description="the last run's outcome, shortened")
 
     def row(self) -> Row:
         return Row(*(getattr(self, name) for name in Row._fields))
@@ -113,9 +128,55 @@ class ListEntry(BaseModel):
         return cls.model_validate(dict(zip(Row._fields, row, strict=True)))
 
 
+def entry_of(record: SkuRecord, revision: int) -> ListEntry:
+    """The agent's part of its SKU's entry: what its record says now. The wait is its run's to say."""
+    last, check = record.last_outcome, record.last_check
+    return ListEntry(
+        sku=record.sku,
+        revision=revision,
+        watched=record.watch.watching,
+        runs=record.runs_started,
+        active_run=record.active.run_id if record.active else None,
+        outcome=last.outcome if last else None,
+        ended_at=last.ended_at if last else None,
+        on_hand=check.on_hand if check else None,
+        safety_stock=check.safety_stock if check else None,
+        # A last run that failed with none after it counts as failing by its outcome (`_scan`), not a problem.
+        detail=_short(last.detail, DETAIL) if last is not None and last.detail else None,
+    )
+
+
+def refilled(record: SkuRecord, wait: WaitEntry | None) -> ListEntry:
+    """The SKU's entry as a fill of the list writes it from the agent's record and its active run's wait
+    (read from Restate's storage): under the revision the agent last put, so any put the agent makes
+    after wins, and with the wait counted 0, so any the run tells after wins."""
+    entry = entry_of(record, record.listed.revision)
+    if wait is None:
+        return entry
+    told = {"waiting_tool": wait.tool, "waiting_since": wait.since, "asked_price": wait.price}
+    return entry.model_copy(update=told | {"wait_run": wait.run, "wait_seq": 0})
+
+
+def _short(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def listing(record: SkuRecord) -> ListEntry | None:
+    """The entry for the agent to put on the list, its revision counted up, when it differs from the last
+    one it put (recorded in `record.listed`); None when the list already says this."""
+    entry = entry_of(record, record.listed.revision + 1)
+    digest = hashlib.blake2b(entry.model_dump_json(exclude={"revision"}).encode(), digest_size=8).hexdigest()
+    if digest == record.listed.digest:
+        return None
+    record.listed = Listed(revision=entry.revision, digest=digest)
+    return entry
+
+
 # How a bucket keeps an entry: `{sku: [revision, watched, runs, run, tool, since, price, outcome,
-# ended, on hand, safety stock, cover, problem]}`, the common words as small numbers, times in whole
-# seconds and the run by its number, so a shard's page read ships and parses half the bytes.
+# ended, on hand, safety stock, cover, problem, wait's run, wait's seq, detail]}`, the common words as small
+# numbers, times in whole seconds and the run by its number, so a shard's page read ships and parses
+# half the bytes. Two writers share an entry: the agent (revision to problem, but the wait) and its
+# active run (the wait: tool, since, price, with the run's number and its own count).
 TOOL_CODES = {"wait_for_approval": 1, "wait_for_supplier_reply": 2, "wait_for_goods": 3}
 OUTCOME_CODES = {"received": 1, "rejected": 2, "gave_up": 3, "cancelled": 4, "unknown": 5}
 _TOOLS = {code: word for word, code in TOOL_CODES.items()}
@@ -148,11 +209,18 @@ def encode(entry: ListEntry) -> list[Any]:
         entry.safety_stock,
         None if entry.cover_days is None else round(entry.cover_days, 2),
         entry.problem,
+        entry.wait_run,
+        entry.wait_seq,
+        entry.detail,
     ]
 
 
 def decode(sku: str, kept: list[Any]) -> Row:
-    rev, watched, runs, run, tool, since, price, outcome, ended, on_hand, safety, cover, problem = kept
+    """An entry as kept, its wait shown only while its run is the agent's active one."""
+    rev, watched, runs, run, tool, since, price, outcome, ended, on_hand, safety, cover, problem, *rest = kept
+    wrun, wseq, detail = rest
+    if wrun is None or wrun != run:
+        tool = since = price = None
     return Row(
         sku,
         rev,
@@ -168,6 +236,9 @@ def decode(sku: str, kept: list[Any]) -> Row:
         safety,
         cover,
         problem,
+        wrun,
+        wseq,
+        detail,
     )
 
 
@@ -184,14 +255,59 @@ def unpack(kept: bytes | None) -> dict[str, list[Any]] | None:
     return None if kept is None else json.loads(zlib.decompress(kept))
 
 
+_AGENT = slice(0, 4)  # revision, watched, runs, run
+_AGENT_TOO = (7, 8, 9, 10, 11, 12, 15)  # outcome, ended, on hand, safety stock, cover, problem, detail
+_WAIT = (4, 5, 6, 13, 14)  # tool, since, price, the wait's run and seq
+
+
+def _newer_wait(new: list[Any], held: list[Any]) -> bool:
+    """Whether `new`'s wait replaces `held`'s: a later run's, or the same run's with a count not lower."""
+    if new[13] is None:
+        return False
+    return held[13] is None or (new[13], new[14]) >= (held[13], held[14])
+
+
 def put_row(bucket: dict[str, list[Any]] | None, entry: ListEntry) -> dict[str, list[Any]] | None:
-    """The bucket with the entry in it, or None if the bucket holds a newer revision (nothing to write)."""
+    """The bucket with the entry in it, or None if it changes nothing there. The agent's part replaces
+    the held one unless that has a newer revision; the wait replaces the held wait when newer, and an
+    entry that says nothing of a wait (`wait_run` None) keeps the held one."""
     bucket = dict(bucket or {})
+    new = encode(entry)
     held = bucket.get(entry.sku)
-    if held is not None and held[0] > entry.revision:
+    if held is None:
+        bucket[entry.sku] = new
+        return bucket
+    merged = list(held)
+    if new[0] >= held[0]:
+        merged[_AGENT] = new[_AGENT]
+        for i in _AGENT_TOO:
+            merged[i] = new[i]
+    if _newer_wait(new, held):
+        for i in _WAIT:
+            merged[i] = new[i]
+    if merged == held:
         return None
-    bucket[entry.sku] = encode(entry)
+    bucket[entry.sku] = merged
     return bucket
+
+
+class WaitEntry(BaseModel):
+    """What a run says of its wait (`SkuList/put_wait`): the wait it is in now, or none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sku: str = Field(min_length=1, max_length=64)
+    run: int = Field(ge=1, description="the run's number among its SKU's runs")
+    seq: int = Field(ge=0, description="the run's count of what it said of its waits: a newer wins")
+    tool: str | None = Field(default=None, max_length=40, description="the wait; None: it waits for nothing now")
+    since: float | None = Field(default=None, description="when it began; None: when the list hears of it")
+    price: float | None = Field(default=None, ge=0, description="the price it asks approval of, or its best quote")
+
+    def entry(self, held: list[Any] | None) -> ListEntry:
+        """As an entry for `put_row`: the held agent's part unchanged (revision 0 when none is held yet)."""
+        agent = ListEntry.of(decode(self.sku, held)) if held is not None else ListEntry(sku=self.sku, revision=0)
+        wait = {"waiting_tool": self.tool, "waiting_since": self.since, "asked_price": self.price}
+        return agent.model_copy(update=wait | {"wait_run": self.run, "wait_seq": self.seq})
 
 
 Cursor = list[str | float | int]
@@ -204,11 +320,16 @@ class Versions(BaseModel):
 
     epoch: str
     of: list[int] = Field(default_factory=lambda: [0] * BUCKETS)
+    filled: bool = Field(
+        default=False,
+        description="the shard was filled from the agents' records (`SkuList/mark_filled`): it has every "
+        "agent's entry, not only those of agents that changed since this code ran",
+    )
 
     def bumped(self, bucket: int) -> Versions:
         of = list(self.of)
         of[bucket] += 1
-        return Versions(epoch=self.epoch, of=of)
+        return self.model_copy(update={"of": of})
 
 
 VERSIONS = "versions"
@@ -263,13 +384,14 @@ class ShardAnswer(BaseModel):
     beyond: int = Field(description="of those, the rows past the cursor")
     total: int
     counts: dict[str, int]
+    filled: bool = Field(default=False, description="the shard holds every agent's entry (`Versions.filled`)")
 
 
 _MANAGER = {TOOL_CODES["wait_for_approval"]}
 _SUPPLIER = {TOOL_CODES["wait_for_supplier_reply"], TOOL_CODES["wait_for_goods"]}
 _FAILED = {OUTCOME_CODES[o] for o in FAILED_OUTCOMES}
 # Positions in a kept entry (`encode`).
-_RUN, _TOOL, _SINCE, _PRICE, _OUTCOME, _ENDED, _ON_HAND, _SAFETY, _COVER, _PROBLEM = 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+_RUN, _TOOL, _SINCE, _PRICE, _OUTCOME, _ENDED, _ON_HAND, _SAFETY, _COVER, _PROBLEM, _WRUN = range(3, 14)
 
 
 def kept_of(bucket: dict[str, list[Any]] | None) -> list[Kept]:
@@ -291,7 +413,8 @@ def sort_key(key: SortKey, now: float) -> Callable[[Kept], tuple[Any, ...]]:
         if key == "cover":
             return (FAR if k[_COVER] is None else k[_COVER], sku)
         if key == "waiting":
-            return (-(now - k[_SINCE]) if k[_SINCE] is not None else FAR, sku)
+            shown = k[_SINCE] is not None and k[_WRUN] is not None and k[_WRUN] == k[_RUN]
+            return (-(now - k[_SINCE]) if shown else FAR, sku)
         if key == "outcome":
             outcome = k[_OUTCOME]
             return (_OUTCOMES.get(outcome, outcome) or "~", -(k[_ENDED] or 0), sku)
@@ -315,7 +438,8 @@ def _scan(entries: Iterable[Kept], query: ShardQuery) -> tuple[list[Kept], dict[
     chosen: list[Kept] = []
     for kept in entries:
         sku, k = kept
-        tool = k[_TOOL]
+        current = k[_WRUN] is not None and k[_WRUN] == k[_RUN]  # a wait shows while its run is active
+        tool = k[_TOOL] if current else None
         if tool is None:
             on = None
         elif tool in manager_codes:
@@ -329,7 +453,7 @@ def _scan(entries: Iterable[Kept], query: ShardQuery) -> tuple[list[Kept], dict[
         on_hand, safety = k[_ON_HAND], k[_SAFETY]
         is_below = on_hand is not None and safety is not None and on_hand < safety
         below += is_below
-        price = k[_PRICE]
+        price = k[_PRICE] if current else None
         is_over = budget is not None and price is not None and price > budget
         over += is_over
         is_failing = k[_PROBLEM] is not None or (k[_RUN] is None and k[_OUTCOME] in failed)
@@ -349,7 +473,7 @@ def _scan(entries: Iterable[Kept], query: ShardQuery) -> tuple[list[Kept], dict[
     return chosen, counts
 
 
-def answer(entries: list[Kept], query: ShardQuery) -> ShardAnswer:
+def answer(entries: list[Kept], query: ShardQuery, filled: bool = False) -> ShardAnswer:
     """One shard's part of a page: its first `upto` chosen entries past the cursor in order (as kept,
     each `[sku, *entry]`), how many it chose, how many lie past the cursor, and its counts per chip."""
     chosen, counts = _scan(entries, query)
@@ -366,6 +490,7 @@ def answer(entries: list[Kept], query: ShardQuery) -> ShardAnswer:
         beyond=len(past),
         total=len(entries),
         counts=counts,
+        filled=filled,
     )
 
 
@@ -375,6 +500,9 @@ class ListPage(BaseModel):
     total: int = Field(description="every SKU on the list")
     counts: dict[str, int] = Field(description="SKUs per filter chip, whatever the query")
     next_after: Cursor | None = Field(default=None, description="the cursor of the page after this one, if any")
+    filled: bool = Field(
+        default=False, description="every shard holds every agent's entry; else fill it first (`fill_list`)"
+    )
 
 
 def merge(answers: Iterable[ShardAnswer], query: ShardQuery, offset: int, limit: int) -> ListPage:
@@ -401,4 +529,5 @@ def merge(answers: Iterable[ShardAnswer], query: ShardQuery, offset: int, limit:
         total=sum(a.total for a in answers),
         counts=counts,
         next_after=list(key(page[-1])) if more else None,
+        filled=bool(answers) and all(a.filled for a in answers),
     )

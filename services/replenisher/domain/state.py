@@ -280,6 +280,18 @@ class State(BaseModel):
     # --- derived facts the rules read ----------------------------------------------------
 
     @property
+    def asked(self) -> tuple[float | None, str | None]:
+        """The price the run asks (its PO's, else its best quote's) and from whom; (None, None) before a quote."""
+        if self.po is not None:
+            return self.po.unit_price, self.po.supplier
+        best = min(self.quotes, key=lambda q: q.unit_price, default=None)
+        return (best.unit_price, best.supplier) if best else (None, None)
+
+    @property
+    def asked_price(self) -> float | None:
+        return self.asked[0]
+
+    @property
     def order_quantity(self) -> int:
         """Order up to the target level; at least one unit."""
         return max(self.target_stock - self.on_hand, 1)

@@ -21,10 +21,11 @@ from replenisher.durable.audit_log import audit_log
 from replenisher.durable.contracts import check_addresses
 from replenisher.durable.replenish import replenish
 from replenisher.durable.sku_agent import sku_agent
+from replenisher.durable.sku_list import sku_list
 from replenisher.loop import names
 from replenisher.wiring import Wiring, bootstrap, serving
 
-SERVICES = [sku_agent, replenish, run_archive, audit_log, service_answered]
+SERVICES = [sku_agent, replenish, run_archive, audit_log, service_answered, sku_list]
 
 __all__ = ["SERVICES", "create_app"]
 

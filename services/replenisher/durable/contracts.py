@@ -30,6 +30,7 @@ from replenisher.domain.documents import EventKind, Sender, without_unset
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes
 from replenisher.domain.sku import SkuView
+from replenisher.domain.sku_list import SKU_LIST, ListEntry, WaitEntry
 from replenisher.loop.request import AdoptedOrder, RunRequest
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "AUDIT_APPEND",
     "DELIVER_TO_RUN",
     "FINISH",
+    "LIST_PUT",
+    "LIST_PUT_WAIT",
     "NOTE_SECURITY",
     "REPLENISH",
     "SKU_AGENT",
@@ -127,6 +130,11 @@ FINISH = Address[ReplenishmentResult, None](SKU_AGENT, "finish", ReplenishmentRe
 # A run records the decisions on its approval in the day's audit log (one-way, from its journal).
 AUDIT_APPEND = Address[AuditRecord, AuditEntry](AUDIT_LOG, "append", AuditRecord, AuditEntry)
 
+# The agent puts its part of its SKU's entry on the list, and a run its wait (one-way: `durable.sku_list`),
+# to the shard that keeps the SKU (`domain.sku_list.shard_key_of`). Both answer how many entries changed.
+LIST_PUT = Address[ListEntry, Any](SKU_LIST, "put", ListEntry, int)
+LIST_PUT_WAIT = Address[WaitEntry, Any](SKU_LIST, "put_wait", WaitEntry, int)
+
 ADDRESSES: tuple[Address[Any, Any], ...] = (
     START_RUN,
     DELIVER_TO_RUN,
@@ -135,6 +143,8 @@ ADDRESSES: tuple[Address[Any, Any], ...] = (
     NOTE_SECURITY,
     FINISH,
     AUDIT_APPEND,
+    LIST_PUT,
+    LIST_PUT_WAIT,
 )
 
 

@@ -29,17 +29,26 @@ from replenisher.domain.ports import Rejected, World
 from replenisher.domain.run_audit import ApprovalTold, approval_news
 from replenisher.domain.security import SecurityNotes
 from replenisher.domain.security_log import SecurityLog, SecurityNote
+from replenisher.domain.sku import parse_run_id
+from replenisher.domain.sku_list import WaitEntry, shard_key_of
 from replenisher.domain.state import State
 from replenisher.domain.tools import Tool
 from replenisher.domain.turns import DeciderUnavailable
 from replenisher.durable.clock import Timed, journaled_time
-from replenisher.durable.contracts import ARRIVAL_OF, AUDIT_APPEND, FINISH, NOTE_SECURITY, RoutedQuery
+from replenisher.durable.contracts import (
+    ARRIVAL_OF,
+    AUDIT_APPEND,
+    FINISH,
+    LIST_PUT_WAIT,
+    NOTE_SECURITY,
+    RoutedQuery,
+)
 from replenisher.durable.probes import crash_point, record_decision
 from replenisher.durable.spool import CallSpool
 from replenisher.durable.steps import retry_options, timed_step
 from replenisher.loop import names
 from replenisher.loop.engine import Effect, RunStopped, StepFailed
-from replenisher.loop.patches import Stamp, here
+from replenisher.loop.patches import LIST_WAITS, Stamp, here
 from replenisher.loop.request import CurrentWait
 from replenisher.wiring import wiring
 
@@ -90,6 +99,11 @@ class RestateEngine:
         # What the views hold now, so an unchanged state or wait is not written (and journaled) again.
         self._written: bytes | None = None
         self._shown: CurrentWait | None = None
+        # What the SKU list last heard of the run's wait (which wait, how many times told) and the
+        # price it asks: rebuilt on replay by the same calls, so the sends come out the same.
+        self._listed: tuple[str, str, int] | None = None
+        self._list_told = 0
+        self._asked: float | None = None
         self._pending: dict[str, RestateDurableFuture[bytes]] = {}
         # The last clock reading, while nothing durable has happened since (see `now`); at the
         # start, the one the run was started with (journaled by the SKU, in the run's input).
@@ -228,6 +242,7 @@ class RestateEngine:
         with _stops():
             # The SDK's own encoding of a model (`model_dump_json`), compared before it is written.
             written = state.model_dump_json().encode("utf-8")
+            self._asked = state.asked_price
             if written != self._written:
                 self.ctx.set(names.STATE, written, serde=BytesSerde())
                 self._written = written
@@ -250,6 +265,28 @@ class RestateEngine:
                 self.ctx.clear(names.WAITING)
             else:
                 self.ctx.set(names.WAITING, wait)
+            if self.patched(LIST_WAITS):
+                self._tell_list(wait)
+
+    def _tell_list(self, wait: CurrentWait | None) -> None:
+        """The run's wait on its SKU's entry of the list, when it is another wait than the list heard of
+        (a reminder's or an escalation's new deadline is the same wait)."""
+        which = (wait.tool, wait.event, wait.seq) if wait is not None else None
+        parsed = parse_run_id(self.run_id)
+        if which == self._listed or parsed is None:
+            return
+        self._listed = which
+        self._list_told += 1
+        told = WaitEntry(
+            sku=self.sku,
+            run=parsed[1],
+            seq=self._list_told,
+            tool=wait.tool if wait is not None else None,
+            # The run's clock when it has read it since anything durable happened; else the list's.
+            since=self._time if wait is not None else None,
+            price=self._asked if wait is not None else None,
+        )
+        LIST_PUT_WAIT.send(self.ctx, shard_key_of(self.sku), told)
 
     def finish(self, result: ReplenishmentResult) -> None:
         with _stops():

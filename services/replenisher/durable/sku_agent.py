@@ -34,10 +34,18 @@ from replenisher.domain.documents import (
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.security import SecurityNotes, receipt_refusal, redacted_payload
 from replenisher.domain.sku import SkuRecord, SkuView, check_fraction
+from replenisher.domain.sku_list import listing, shard_key_of
 from replenisher.domain.waits import WaitOverrides
 from replenisher.durable import retention
 from replenisher.durable.clock import Timed, journaled_time
-from replenisher.durable.contracts import DELIVER_TO_RUN, SKU_AGENT, Message, RoutedArrival, RoutedQuery
+from replenisher.durable.contracts import (
+    DELIVER_TO_RUN,
+    LIST_PUT,
+    SKU_AGENT,
+    Message,
+    RoutedArrival,
+    RoutedQuery,
+)
 from replenisher.durable.probes import crash_point
 from replenisher.durable.reconcile import reconcilable, reconcile
 from replenisher.durable.runs import start_run
@@ -117,6 +125,17 @@ def sku_key(ctx: ObjectContext) -> str:
         raise bad_request(f"not a SKU id: {key[:80]!r} ({describe(e)})") from e
 
 
+def save(ctx: ObjectContext, record: SkuRecord) -> None:
+    """The record, stored; and its entry on the SKU list, sent when it changed (`domain.sku_list.listing`).
+
+    Every handler saves as its last act, with nothing awaited after: a journal written by code that
+    did not send the entry replays to its end before the send, so no waiting call diverges."""
+    entry = listing(record)
+    ctx.set(RECORD, record)
+    if entry is not None:
+        LIST_PUT.send(ctx, shard_key_of(record.sku), entry)
+
+
 async def load(ctx: ObjectContext | ObjectSharedContext) -> SkuRecord | None:
     return await load_stored(ctx, RECORD, SkuRecord)
 
@@ -170,7 +189,7 @@ async def check(ctx: ObjectContext) -> CheckResult:
     """Read stock now; start a replenishment if it is below safety stock and none is active."""
     record = await load(ctx) or SkuRecord(sku=sku_key(ctx))
     result = await check_stock(ctx, record)
-    ctx.set(RECORD, record)
+    save(ctx, record)
     return result
 
 
@@ -182,7 +201,7 @@ async def watch(ctx: ObjectContext, request: WatchRequest) -> SkuRecord:
     record.watch.interval_days = request.interval_days or settings().check_interval_days
     if record.watch.pending_tick is None:
         await schedule_tick(ctx, record, first=True)
-    ctx.set(RECORD, record)
+    save(ctx, record)
     return record
 
 
@@ -195,7 +214,7 @@ async def configure(ctx: ObjectContext, waits: WaitOverrides) -> SkuRecord:
     """
     record = await load_or_create(ctx)
     record.waits = record.waits.merged(waits)
-    ctx.set(RECORD, record)
+    save(ctx, record)
     return record
 
 
@@ -207,7 +226,7 @@ async def unwatch(ctx: ObjectContext) -> SkuRecord:
     if record.watch.pending_tick is not None:
         ctx.cancel_invocation(record.watch.pending_tick)
         record.watch.pending_tick = None
-    ctx.set(RECORD, record)
+    save(ctx, record)
     return record
 
 
@@ -228,7 +247,7 @@ async def tick(ctx: ObjectContext, request: Tick) -> None:
     # For the tests: this attempt's sends (the run it started, the next tick) are in Restate's
     # journal, and the tick is not done.
     crash_point(ctx.key(), names.NEXT_CHECK, "after")
-    ctx.set(RECORD, record)
+    save(ctx, record)
 
 
 async def schedule_tick(ctx: ObjectContext, record: SkuRecord, first: bool = False, now: float | None = None) -> None:
@@ -281,7 +300,7 @@ async def deliver(ctx: ObjectContext, delivery: Delivery) -> Delivered:
             event=routed.event, seq=routed.seq, payload=payload, sender=sender, arrived_at=arrived_at, standing=standing
         )
         DELIVER_TO_RUN.send(ctx, record.active.run_id, message)
-    ctx.set(RECORD, record)
+    save(ctx, record)
     return Delivered(
         sku=record.sku,
         event=delivery.event,
@@ -362,7 +381,7 @@ async def booked_receipt(
     what = f"goods receipt {claimed.receipt_id!r} from {sender.label!r} refused: {refusal}"
     run_id = record.active.run_id if record.active else "no active run"
     record.security.record(sender.party, what, now, run_id=run_id)
-    ctx.set(RECORD, record)
+    save(ctx, record)
     raise TerminalError(f"refused: {what}", status_code=422)
 
 
@@ -388,7 +407,7 @@ async def finish(ctx: ObjectContext, result: ReplenishmentResult) -> None:
     if record is not None and record.finish(result, rest_seconds=rest):
         if record.unresolved is not None and record.unresolved.run_id == result.run_id:
             await schedule_reconcile(ctx, record)
-        ctx.set(RECORD, record)
+        save(ctx, record)
 
 
 async def schedule_reconcile(ctx: ObjectContext, record: SkuRecord) -> None:
@@ -413,7 +432,7 @@ async def reconcile_due(ctx: ObjectContext, tick: ReconcileTick) -> None:
     else:
         await reconcile(ctx, record, stock)
     await schedule_reconcile(ctx, record)
-    ctx.set(RECORD, record)
+    save(ctx, record)
 
 
 @validated(sku_agent.handler, ingress_private=True)
@@ -422,7 +441,7 @@ async def note_security(ctx: ObjectContext, notes: SecurityNotes) -> None:
     record = await load(ctx)
     if record is not None:
         record.security.take(notes.events, await journaled_time(ctx), run_id=notes.run_id)
-        ctx.set(RECORD, record)
+        save(ctx, record)
 
 
 @sku_agent.handler(kind="shared")

@@ -18,6 +18,7 @@ from restate import ObjectContext, ObjectSharedContext
 from restate.serde import BytesSerde
 
 from replenisher.domain.sku_list import (
+    SHARD_KEYS,
     SKU_LIST,
     VERSIONS,
     ListEntry,
@@ -25,6 +26,7 @@ from replenisher.domain.sku_list import (
     ShardCache,
     ShardQuery,
     Versions,
+    WaitEntry,
     answer,
     bucket_key,
     bucket_of,
@@ -35,6 +37,7 @@ from replenisher.domain.sku_list import (
     unpack,
 )
 from replenisher.durable import retention
+from replenisher.durable.clock import journaled_time
 from replenisher.durable.validation import bad_request, validated
 
 sku_list = restate.VirtualObject(SKU_LIST, **retention.OBJECT)
@@ -50,16 +53,16 @@ class Entries(BaseModel):
     entries: list[ListEntry] = Field(max_length=5_000)
 
 
-def _check_shard(ctx: ObjectContext, entries: list[ListEntry]) -> None:
+def _check_shard(ctx: ObjectContext, entries: list[ListEntry] | list[WaitEntry]) -> None:
     for entry in entries:
         if shard_key_of(entry.sku) != ctx.key():
             raise bad_request(f"{entry.sku} belongs to shard {shard_key_of(entry.sku)}, not {ctx.key()}")
 
 
-async def _put(ctx: ObjectContext, entries: list[ListEntry]) -> int:
+async def _put(ctx: ObjectContext, entries: list[ListEntry] | list[WaitEntry]) -> int:
     """Each entry into its bucket, one read and at most one write per bucket, and the bucket's version
-    counted up for every write; how many entries changed."""
-    by_bucket: dict[int, list[ListEntry]] = {}
+    counted up for every write; how many entries changed. A run's wait joins the entry held."""
+    by_bucket: dict[int, list[ListEntry | WaitEntry]] = {}
     for entry in entries:
         by_bucket.setdefault(bucket_of(entry.sku), []).append(entry)
     versions = await ctx.get(VERSIONS, type_hint=Versions) or Versions(epoch=str(ctx.uuid()))
@@ -68,7 +71,8 @@ async def _put(ctx: ObjectContext, entries: list[ListEntry]) -> int:
         key = bucket_key(bucket)
         held = unpack(await ctx.get(key, serde=BytesSerde()))
         dirty = False
-        for entry in some:
+        for item in some:
+            entry = item.entry((held or {}).get(item.sku)) if isinstance(item, WaitEntry) else item
             updated = put_row(held, entry)
             if updated is not None:
                 held, dirty, changed = updated, True, changed + 1
@@ -80,7 +84,9 @@ async def _put(ctx: ObjectContext, entries: list[ListEntry]) -> int:
     return changed
 
 
-@validated(sku_list.handler, enable_lazy_state=True, **KEEP_NOTHING)
+# `put` and `put_wait` are the agents' and runs' (private: not through the ingress); `put_many` and
+# `mark_filled` an operator's fill of the list (`replenisher skus --refill`), `page` every reader's.
+@validated(sku_list.handler, enable_lazy_state=True, ingress_private=True, **KEEP_NOTHING)
 async def put(ctx: ObjectContext, entry: ListEntry) -> int:
     _check_shard(ctx, [entry])
     return await _put(ctx, [entry])
@@ -93,6 +99,26 @@ async def put_many(ctx: ObjectContext, batch: Entries) -> int:
     return await _put(ctx, batch.entries)
 
 
+@sku_list.handler(enable_lazy_state=True, **KEEP_NOTHING)
+async def mark_filled(ctx: ObjectContext) -> None:
+    """The shard holds every agent's entry now: a fill from the agents' records (`fill_list`) has put them."""
+    if ctx.key() not in SHARD_KEYS:
+        known = f"{SHARD_KEYS[0]} to {SHARD_KEYS[-1]}"
+        raise bad_request(f"no shard {ctx.key()[:20]!r} of the SKU list (its shards: {known})")
+    versions = await ctx.get(VERSIONS, type_hint=Versions) or Versions(epoch=str(ctx.uuid()))
+    if not versions.filled:
+        ctx.set(VERSIONS, versions.model_copy(update={"filled": True}))
+
+
+@validated(sku_list.handler, enable_lazy_state=True, ingress_private=True, **KEEP_NOTHING)
+async def put_wait(ctx: ObjectContext, wait: WaitEntry) -> int:
+    """What a run says of its wait, into its SKU's entry (shown while the run is the agent's active one)."""
+    _check_shard(ctx, [wait])
+    if wait.tool is not None and wait.since is None:
+        wait = wait.model_copy(update={"since": await journaled_time(ctx)})
+    return await _put(ctx, [wait])
+
+
 @validated(sku_list.handler, kind="shared", enable_lazy_state=True, **KEEP_NOTHING)
 async def page(ctx: ObjectSharedContext, query: ShardQuery) -> ShardAnswer:
     """This shard's part of a page: its first `upto` rows in the query's order, and its counts.
@@ -101,7 +127,7 @@ async def page(ctx: ObjectSharedContext, query: ShardQuery) -> ShardAnswer:
     read them, so a page ships what changed, not the whole shard."""
     versions = await ctx.get(VERSIONS, type_hint=Versions)
     if versions is None:
-        return answer([], query)
+        return answer([], query)  # never written nor filled
     cache = _held.setdefault(ctx.key(), ShardCache())
     stale = cache.stale(versions)
     # Asked for all at once, answered together: not one round trip to Restate after another.
@@ -109,4 +135,4 @@ async def page(ctx: ObjectSharedContext, query: ShardQuery) -> ShardAnswer:
     await restate.gather(*reads)  # type: ignore[arg-type]
     for bucket, read in zip(stale, reads, strict=True):
         cache.keep(bucket, versions.of[bucket], kept_of(unpack(await read)))
-    return answer(cache.entries(), query)
+    return answer(cache.entries(), query, filled=versions.filled)

@@ -35,7 +35,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-PATCHES: dict[str, str] = {}
+LIST_WAITS = "list-waits"
+
+PATCHES: dict[str, str] = {
+    LIST_WAITS: "a run puts each wait it enters and leaves on its SKU's entry of the SKU list "
+    "(`SkuList/put_wait`, a one-way send after the wait's state is set; since 0.14)",
+}
 """Every patch this code knows, by name: what its new branch changes (and since which version)."""
 
 

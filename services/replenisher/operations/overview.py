@@ -105,12 +105,7 @@ def row_of(
 
 
 def asked_of(state: State | None) -> tuple[float | None, str | None]:
-    if state is None:
-        return None, None
-    if state.po is not None:
-        return state.po.unit_price, state.po.supplier
-    best = min(state.quotes, key=lambda q: q.unit_price, default=None)
-    return (best.unit_price, best.supplier) if best else (None, None)
+    return state.asked if state is not None else (None, None)
 
 
 async def sku_rows(client: RestateClient, catalogue: Catalogue | None = None) -> list[SkuRow]:

@@ -8,20 +8,33 @@ follows the number of SKUs in a shard, not everything Restate stores.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING, Any
 
+import httpx
+from pydantic import BaseModel, Field
+
+from replenisher.domain.sku import parse_run_id
 from replenisher.domain.sku_list import (
+    SHARD_KEYS,
     SHARDS,
     SKU_LIST,
     ListEntry,
     ListPage,
     ShardAnswer,
     ShardQuery,
+    WaitEntry,
     merge,
+    refilled,
     shard_key,
     shard_key_of,
 )
 from replenisher.operations.restate.errors import Refused
 from replenisher.operations.restate.http import RestateHttp, message
+
+if TYPE_CHECKING:
+    from replenisher.operations.restate.client import RestateClient
+
+PUT_BATCH = 2_000  # entries per `put_many` (its limit is 5,000): a batch's journal entry stays a few hundred KB
 
 
 async def _ask(http: RestateHttp, shard: int, query: ShardQuery) -> ShardAnswer:
@@ -41,16 +54,58 @@ async def list_page(http: RestateHttp, query: ShardQuery, offset: int, limit: in
 
 
 async def put_entries(http: RestateHttp, entries: list[ListEntry]) -> int:
-    """Entries put straight in, one call per shard (to fill the list); how many changed."""
+    """Entries put straight in, the shards at once, each in batches (to fill the list); how many changed."""
     by_shard: dict[str, list[ListEntry]] = {}
     for entry in entries:
         by_shard.setdefault(shard_key_of(entry.sku), []).append(entry)
 
     async def put(key: str, some: list[ListEntry]) -> int:
-        body = {"entries": [e.model_dump(mode="json") for e in some]}
-        response = await http.request("POST", f"{http.ingress_url}/{SKU_LIST}/{key}/put_many", "ingress", json=body)
-        if response.is_error:
-            raise Refused(response.status_code, f"the SKU list's shard {key} refused: {message(response)}")
-        return int(response.json())
+        changed = 0
+        for start in range(0, len(some), PUT_BATCH):
+            body = {"entries": [e.model_dump(mode="json") for e in some[start : start + PUT_BATCH]]}
+            url = f"{http.ingress_url}/{SKU_LIST}/{key}/put_many"
+            changed += int((await _asked(http, url, key, json=body)).json())
+        return changed
 
     return sum(await asyncio.gather(*(put(key, some) for key, some in by_shard.items())))
+
+
+async def _asked(http: RestateHttp, url: str, key: str, **kwargs: Any) -> httpx.Response:
+    response = await http.request("POST", url, "ingress", **kwargs)
+    if response.is_error:
+        raise Refused(response.status_code, f"the SKU list's shard {key} refused: {message(response)}")
+    return response
+
+
+class Filled(BaseModel):
+    agents: int = Field(description="the agents whose entries were put")
+    changed: int = Field(description="of those, the entries the list did not hold as they are")
+    waits: int = Field(description="the active runs' waits put with them")
+
+
+async def fill_list(client: RestateClient) -> Filled:
+    """Every agent's entry put on the list from its record and its active run's wait, as Restate's storage
+    holds them now, then every shard marked filled: what a list needs once, when agents exist that code
+    without the list made (an upgrade), or to mend one. Safe while agents and runs work: what they put
+    after wins (`domain.sku_list.refilled`). Reads every agent's record: slow at 100,000 SKUs, but once."""
+    records = await client.sku_records()
+    active = [r.active.run_id for r in records if r.active is not None]
+    waiting = {run: wait for run, wait in (await client.waiting_runs()).items() if run in set(active)}
+    invocations = await client.run_invocations([run for run in active if run in waiting])
+    since = await client.waiting_since({run: invocations[run].id for run in waiting if run in invocations})
+    states = await client.run_states(list(waiting))
+    entries = []
+    for record in records:
+        run = record.active.run_id if record.active is not None else None
+        wait = waiting.get(run) if run is not None else None
+        parsed = parse_run_id(run) if run is not None else None
+        told = None
+        if run is not None and wait is not None and parsed is not None:
+            state = states.get(run)
+            price = state.asked_price if state is not None else None
+            told = WaitEntry(sku=record.sku, run=parsed[1], seq=0, tool=wait.tool, since=since.get(run), price=price)
+        entries.append(refilled(record, told))
+    changed = await put_entries(client.http, entries)
+    http = client.http
+    await asyncio.gather(*(_asked(http, f"{http.ingress_url}/{SKU_LIST}/{key}/mark_filled", key) for key in SHARD_KEYS))
+    return Filled(agents=len(entries), changed=changed, waits=sum(e.wait_run is not None for e in entries))
