@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from replenisher.addresses import DEFAULT_ADMIN_URL, DEFAULT_INGRESS_URL, DEFAULT_WORLD_URL
 from replenisher.domain.credentials import unverified_claims
 from replenisher.domain.sku import SkuRecord, SkuView, split_run_id
+from replenisher.domain.sku_list import ShardQuery
 from replenisher.operations import agent_calls
 from replenisher.operations.cost import costs
 from replenisher.operations.decide import BadDecision, decide, wait_until_taken
@@ -44,6 +45,8 @@ from replenisher.operations.restate.http import valid_sku
 from replenisher.operations.restate.ingress import Accepted
 from replenisher.operations.restate.paused import Blocked, PausedCall
 from replenisher.operations.restate.read_models import RunView
+from replenisher.operations.restate.sku_list import fill_list, read_list
+from replenisher.operations.sku_lines import SkuLine, line_of_entry, line_of_row, with_invocation
 from replenisher.operations.status import sku_status
 from replenisher.operations.timelines import load_timeline
 from replenisher.timeline.format import clock, duration, security_entry, security_tally, shorten
@@ -59,6 +62,7 @@ EXIT_SERVICE_DOWN = 4
 EXIT_ACCEPTED = 5
 EXIT_BLOCKED = 6
 DEFAULT_CONSOLE_PORT = 8090
+ALL_ROWS = 1_000_000  # `skus --limit 0`: every row (the list's pages stop there)
 
 COMMANDS = """\
 commands people use daily:
@@ -482,25 +486,18 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
         raise OperatorError(
             f"--search {args.search!r}: letters, digits, '.', '_', '-' and spaces, at most 64"
         ) from None
-    # By SKU with at most a search, Restate reads only the page's agents; else every agent is read.
-    page = await agents_by_name(client, query, args.offset, args.limit)
-    if page is not None:
-        rows, matching = page.rows, page.matching
-        # Whether any agent exists, for the line that says none does: asked only when none matched.
-        any_agent = matching > 0 or (
-            bool(query.q.strip()) and (await client.sku_records_page("", False, 1, 0)).matching > 0
-        )
-    else:
-        every = await sku_rows(client)
-        chosen = select_rows(every, query, None, client.now())
-        end = args.offset + args.limit if args.limit else None
-        rows, matching, any_agent = chosen[args.offset : end], len(chosen), bool(every)
+    try:
+        # The SKU list kept by key: only the page is read, however many SKUs there are.
+        lines, matching, any_agent = await listed_lines(client, query, args.offset, args.limit, args.refill)
+    except ServiceDown:
+        # The service is down, so the list cannot answer: the agents' records from Restate's storage.
+        lines, matching, any_agent = await stored_lines(client, query, args.offset, args.limit)
     await note_if_down(client)
     now = client.now()
-    if rows and len(rows) < matching:
+    if lines and len(lines) < matching:
         # On stderr: stdout holds only the rows, for a pipe or `--json`.
-        more = f"; --offset {args.offset + len(rows)} for the next" if args.offset + len(rows) < matching else ""
-        shown = f"rows {args.offset + 1}-{args.offset + len(rows)} of {matching}"
+        more = f"; --offset {args.offset + len(lines)} for the next" if args.offset + len(lines) < matching else ""
+        shown = f"rows {args.offset + 1}-{args.offset + len(lines)} of {matching}"
         print(f"{shown}{more} (--limit 0 for all)", file=sys.stderr)
 
     def human() -> str:
@@ -508,15 +505,15 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
             return "no SKU agents yet: `replenisher check SKU` or `watch SKU` creates one"
         if not matching:
             return "no SKU agent matches"
-        if not rows:
+        if not lines:
             return f"no rows past --offset {args.offset}: {matching} match"
         out = [("SKU", "watched", "runs", "active run", "now", "last outcome")]
-        for r in rows:
+        for r in lines:
             if r.retrying:
                 doing = r.retrying
-            elif r.waiting is not None:
+            elif r.waiting_tool is not None:
                 since = f" for {duration(now - r.waiting_since)}" if r.waiting_since else ""
-                doing = f"{r.waiting.tool}{since} (until {r.waiting.until(now)})"
+                doing = f"{r.waiting_tool}{since}"
             elif r.active_run:
                 doing = r.run_status or "running"
             else:
@@ -535,8 +532,52 @@ async def cmd_skus(client: RestateClient, args: argparse.Namespace) -> int:
             )
         return table(out)
 
-    emit(args, rows, human)
+    emit(args, lines, human)
     return 0
+
+
+async def listed_lines(
+    client: RestateClient, query: SkuQuery, offset: int, limit: int, refill: bool
+) -> tuple[list[SkuLine], int, bool]:
+    """The page's lines from the SKU list, filled first if it is not (agents made before it, or `--refill`);
+    what Restate says of the page's active runs that wait for nothing (one may be retrying a step)."""
+    asked = ShardQuery(q=query.q, sort=query.sort, order=query.order, waiting=query.waiting, now=client.now(), upto=0)
+    size = min(limit or ALL_ROWS, ALL_ROWS - offset)
+    if size <= 0:
+        raise OperatorError(f"--offset {offset}: the SKU list pages through its first {ALL_ROWS:,} rows")
+    page = await read_list(client, asked, offset, size)
+    if refill or not page.filled:
+        filled = await fill_list(client)
+        if refill or filled.changed:
+            print(
+                f"filled the SKU list from {filled.agents} agents' records: {filled.changed} entries added or mended",
+                file=sys.stderr,
+            )
+        page = await read_list(client, asked, offset, size)
+    lines = [line_of_entry(entry) for entry in page.entries]
+    working = [line.active_run for line in lines if line.active_run and line.waiting_tool is None]
+    if working:
+        invocations = await client.run_invocations(working)
+        lines = [with_invocation(line, invocations.get(line.active_run or "")) for line in lines]
+    return lines, page.matching, page.total > 0
+
+
+async def stored_lines(
+    client: RestateClient, query: SkuQuery, offset: int, limit: int
+) -> tuple[list[SkuLine], int, bool]:
+    """The page's lines from the agents' records in Restate's storage: when the service cannot answer."""
+    # By SKU with at most a search, Restate reads only the page's agents; else every agent is read.
+    page = await agents_by_name(client, query, offset, limit)
+    if page is not None:
+        # Whether any agent exists, for the line that says none does: asked only when none matched.
+        any_agent = page.matching > 0 or (
+            bool(query.q.strip()) and (await client.sku_records_page("", False, 1, 0)).matching > 0
+        )
+        return [line_of_row(row) for row in page.rows], page.matching, any_agent
+    every = await sku_rows(client)
+    chosen = select_rows(every, query, None, client.now())
+    end = offset + limit if limit else None
+    return [line_of_row(row) for row in chosen[offset:end]], len(chosen), bool(every)
 
 
 def writable(path: str) -> None:
@@ -760,6 +801,11 @@ def parser() -> argparse.ArgumentParser:
     skus.add_argument("--offset", type=count, default=0, help="skip this many rows first (default 0)")
     skus.add_argument(
         "--format", choices=("text", "json"), default="text", help="how to print the rows (text; json as --json)"
+    )
+    skus.add_argument(
+        "--refill",
+        action="store_true",
+        help="fill the SKU list again from the agents' records first (done by itself the first time)",
     )
     sub.add_parser(
         "status", parents=[common], help="one SKU agent: active run, pending approval, outcomes"

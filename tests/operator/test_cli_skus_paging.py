@@ -4,6 +4,7 @@ sits and how to get the next on stderr, and bad paging refused before anything i
 from __future__ import annotations
 
 import json
+import re
 from uuid import uuid4
 
 import httpx
@@ -11,7 +12,11 @@ import pytest
 from operator_support import Cli
 
 from e2e.scenario import ok
-from support import RegisteredService
+from replenisher.domain.sku_list import SKU_LIST, ShardQuery, shard_key_of
+from replenisher.operations.restate.http import RestateHttp
+from replenisher.operations.restate.sku_list import list_page
+from replenisher.stack.runtime import RestateRuntime
+from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -104,3 +109,45 @@ async def test_a_page_by_sku_read_on_its_own_is_the_same_rows_as_the_page_cut_fr
     assert [row["sku"] for row in json.loads(underscore.out)] == [f"{prefix}-a_1"], underscore
     upper = await cli("skus", "--search", f"{prefix.lower()}-AX1", "--json")
     assert [row["sku"] for row in json.loads(upper.out)] == [f"{prefix}-aX1"], "the search ignores case"
+
+
+async def test_skus_fills_a_list_that_lacks_agents_once_and_refill_mends_it_on_demand(
+    cli: Cli,
+    service: RegisteredService,
+    ingress: httpx.AsyncClient,
+    world_client: httpx.AsyncClient,
+    restate_runtime: RestateRuntime,
+) -> None:
+    # Agents the list does not know of, as after an upgrade from code that had no list: their shard's
+    # state is wiped under them (Restate's admin API; it applies it a moment later).
+    prefix = f"PGF-{uuid4().hex[:6]}"
+    skus = [f"{prefix}-{i}" for i in range(3)]
+    await full_shelved_agents(prefix, skus, ingress, world_client)
+    http = RestateHttp(str(ingress.base_url), restate_runtime.admin_url, client=ingress)
+    shards = sorted({shard_key_of(sku) for sku in skus})
+    async with httpx.AsyncClient(base_url=restate_runtime.admin_url, timeout=30) as admin:
+        for key in shards:
+            wiped = await admin.post(f"/services/{SKU_LIST}/state", json={"object_key": key, "new_state": {}})
+            assert wiped.status_code in (200, 202), wiped.text
+
+    async def forgotten() -> bool:
+        page = await list_page(http, ShardQuery(now=0.0, upto=0, q=prefix), 0, 10)
+        return not page.filled and page.matching == 0
+
+    await eventually(forgotten, timeout=30, what="the list without the agents")
+
+    filled = await cli("skus", "--search", prefix, "--json")
+    assert filled.code == 0, filled
+    assert [row["sku"] for row in json.loads(filled.out)] == skus, "every agent, though the list lacked them"
+    note = re.fullmatch(r"filled the SKU list from (\d+) agents' records: (\d+) entries added or mended\n", filled.err)
+    assert note is not None and int(note[2]) >= len(skus), filled
+    row = json.loads(filled.out)[0]
+    assert (row["watching"], row["runs"], row["on_hand"], row["safety_stock"]) == (False, 0, 90, 20), row
+    assert (await list_page(http, ShardQuery(now=0.0, upto=0, q=prefix), 0, 10)).filled
+
+    again = await cli("skus", "--search", prefix, "--json")
+    assert again.code == 0 and again.err == "" and json.loads(again.out) == json.loads(filled.out), again
+
+    refill = await cli("skus", "--search", prefix, "--refill")
+    assert refill.code == 0 and refill.err.startswith("filled the SKU list from "), refill
+    assert [line.split()[0] for line in refill.out.splitlines()[2:]] == skus, refill

@@ -78,30 +78,33 @@ def row_of(
 ) -> SkuRow:
     run = record.active.run_id if record.active else None
     inv = invocations.get(run) if run else None
-    retrying = None
-    # An attempt after failed ones is still a retry: between attempts it shows as backing off.
-    again = inv is not None and inv.status == "running" and (inv.retry_count or 0) > 1 and bool(inv.last_failure)
-    if inv is not None and (inv.backing_off or again):
-        tries = inv.retry_count or 1
-        next_at = f", next {clock(inv.next_retry_at)[11:19]}" if inv.next_retry_at else ""
-        if is_outage_text(inv.last_failure_code, inv.last_failure):
-            retrying = f"service down: {tries} attempts refused{next_at}: {inv.last_failure}"
-        else:
-            step = (inv.last_failure_command or "the run").rsplit(" ", 1)[0]
-            retrying = f"retrying {step}: {tries} attempts failed{next_at}; last error: {inv.last_failure}"
     return SkuRow(
         sku=record.sku,
         watching=record.watch.watching,
         runs=record.runs_started,
         active_run=run,
         run_status=inv.status if inv else None,
-        retrying=retrying,
+        retrying=retrying_of(inv),
         waiting=waiting.get(run) if run else None,
         waiting_since=since.get(run) if run else None,
         last_outcome=record.last_outcome,
         kept_messages=len(record.kept) + record.kept_overflow,
         held_until=record.hold_until,
     )
+
+
+def retrying_of(inv: Invocation | None) -> str | None:
+    """What the run's invocation is retrying, and why, from Restate's record of it; None when nothing."""
+    # An attempt after failed ones is still a retry: between attempts it shows as backing off.
+    again = inv is not None and inv.status == "running" and (inv.retry_count or 0) > 1 and bool(inv.last_failure)
+    if inv is None or not (inv.backing_off or again):
+        return None
+    tries = inv.retry_count or 1
+    next_at = f", next {clock(inv.next_retry_at)[11:19]}" if inv.next_retry_at else ""
+    if is_outage_text(inv.last_failure_code, inv.last_failure):
+        return f"service down: {tries} attempts refused{next_at}: {inv.last_failure}"
+    step = (inv.last_failure_command or "the run").rsplit(" ", 1)[0]
+    return f"retrying {step}: {tries} attempts failed{next_at}; last error: {inv.last_failure}"
 
 
 def asked_of(state: State | None) -> tuple[float | None, str | None]:

@@ -53,6 +53,21 @@ async def list_page(http: RestateHttp, query: ShardQuery, offset: int, limit: in
     return merge(answers, asked, offset, limit)
 
 
+async def read_list(client: RestateClient, query: ShardQuery, offset: int, limit: int) -> ListPage:
+    """`list_page` for a command that must not hang on a dead service: the first shard alone, through
+    the client's ingress (which finds the service down after its patience, raises `ServiceDown`, and
+    drops its read), then the rest at once. One round trip more than `list_page`; none left waiting."""
+    asked = query.model_copy(update={"upto": offset + limit})
+    body = asked.model_dump(mode="json")
+
+    async def ask(shard: int) -> ShardAnswer:
+        return ShardAnswer.model_validate(await client.ingress("POST", f"/{SKU_LIST}/{shard_key(shard)}/page", body))
+
+    first = await ask(0)
+    rest = await asyncio.gather(*(ask(shard) for shard in range(1, SHARDS)))
+    return merge([first, *rest], asked, offset, limit)
+
+
 async def put_entries(http: RestateHttp, entries: list[ListEntry]) -> int:
     """Entries put straight in, the shards at once, each in batches (to fill the list); how many changed."""
     by_shard: dict[str, list[ListEntry]] = {}
