@@ -185,6 +185,7 @@ suppliers = APIRouter(route_class=SupplierRoute, responses=REFUSED, tags=["suppl
 # Path parameters are whole segments, `%2F` inside one decoded (routing.SegmentConvertor).
 SID = "{sid:segment}"
 SKU = "{sku:segment}"
+MAX_ITEMS_ASKED = 100  # SKUs one read of the item master may name (`/erp/items?sku=`): a page's worth
 PO = "{po_number:segment}"
 
 
@@ -253,9 +254,12 @@ async def get_stock(world: World, sku: str) -> StockLevel:
 
 @router.get("/erp/items", tags=["erp"])
 @recorded("erp", "list_items")
-async def list_items(world: World) -> ItemList:
-    """The item master with every SKU's stock now: one read for a whole overview."""
-    return ItemList(items=world.erp.all_items(world.clock.now()))
+async def list_items(
+    world: World, sku: Annotated[list[Sku] | None, Query(max_length=MAX_ITEMS_ASKED)] = None
+) -> ItemList:
+    """The item master with every SKU's stock now: one read for a whole overview; with `sku=` (up to
+    100 times), only those SKUs' (one it does not list is left out), for a page of them."""
+    return ItemList(items=world.erp.all_items(world.clock.now(), sku))
 
 
 @router.get(f"/erp/items/{SKU}", tags=["erp"])

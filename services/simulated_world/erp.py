@@ -7,6 +7,7 @@ then, so the world needs no ticking task and a long idle stretch costs nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -141,10 +142,16 @@ class Erp:
             suppliers=list(item.setup.suppliers),
         )
 
-    def all_items(self, now: float) -> list[ItemStock]:
+    def all_items(self, now: float, skus: Iterable[str] | None = None) -> list[ItemStock]:
+        """The item master now: every item, or those of `skus` it lists (one it does not is left out)."""
+        chosen = (
+            sorted(self.items.items())
+            if skus is None
+            else [(s, self.items[s]) for s in sorted(set(skus)) if s in self.items]
+        )
         return [
             ItemStock(**self.stock(sku, now).model_dump(), daily_consumption=item.setup.daily_consumption)
-            for sku, item in sorted(self.items.items())
+            for sku, item in chosen
         ]
 
     def book_goods(self, receipt: BookedReceipt) -> BookedReceipt:

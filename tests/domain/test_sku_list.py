@@ -65,13 +65,15 @@ def entry(i: int, rng: random.Random) -> ListEntry:
         wait_run=(1 if rng.random() < 0.85 else 2) if active else rng.choice([None, 3]),
         wait_seq=rng.randrange(4),
         detail=rng.choice([None, "received 95 of 95", "é" * 80]),
+        waiting_until=NOW + rng.randrange(1, 10_000) if tool else None,
+        supplier=rng.choice([None, "acme", "bolt-co"]),
     )
 
 
 def shown(e: ListEntry) -> Row:
     """The entry as a page shows it, written plainly: its wait only while the wait's run is the active one."""
     current = e.wait_run is not None and e.active_run == run_id_of(e.sku, e.wait_run)
-    blank = {"waiting_tool": None, "waiting_since": None, "asked_price": None}
+    blank = {"waiting_tool": None, "waiting_since": None, "asked_price": None, "waiting_until": None, "supplier": None}
     return e.row() if current else e.model_copy(update=blank).row()
 
 
@@ -304,13 +306,14 @@ def test_the_agents_put_keeps_the_runs_wait_and_a_wait_told_late_changes_nothing
     assert bucket is not None
 
     def wait(run: int, seq: int, tool: str | None, price: float | None = None) -> dict[str, list[Any]] | None:
-        told = WaitEntry(sku="A", run=run, seq=seq, tool=tool, since=NOW, price=price)
+        told = WaitEntry(sku="A", run=run, seq=seq, tool=tool, since=NOW, price=price, until=NOW + 50, supplier="acme")
         return put_row(bucket, told.entry(bucket["A"]))
 
     waiting = wait(2, 1, "wait_for_approval", 12.5)
     assert waiting is not None
     [row] = rows_of(waiting)
     assert (row.waiting_tool, row.waiting_since, row.asked_price, row.revision) == ("wait_for_approval", NOW, 12.5, 3)
+    assert (row.waiting_until, row.supplier) == (NOW + 50, "acme")
     bucket = waiting
 
     # The agent's next put says nothing of the wait: the wait stays.
@@ -389,3 +392,30 @@ def test_a_last_run_that_failed_with_none_after_it_counts_as_failing_and_says_wh
     assert entry.problem is None, "the outcome says it: the agent has no problem of its own to add"
     # Its kept form counts it as failing, as the SKUs page does.
     assert counts_of([(entry.sku, encode(entry))], None)["failing"] == 1
+
+
+def test_a_sku_with_a_paused_call_counts_as_failing_and_is_chosen_by_the_filter() -> None:
+    entries = [ListEntry(sku=s, revision=1) for s in ("A", "B", "C")]
+    kept = [(e.sku, encode(e)) for e in entries]
+    plain = answer(kept, ShardQuery(now=NOW, upto=10, flag="failing"))
+    assert (plain.rows, plain.counts["failing"]) == ([], 0), "nothing wrong with any of them on the list"
+    stopped = answer(kept, ShardQuery(now=NOW, upto=10, flag="failing", failing_too=["B", "Z"]))
+    assert [row[0] for row in stopped.rows] == ["B"] and stopped.counts["failing"] == 1
+
+
+def test_after_goods_came_in_the_entry_does_not_claim_the_stock_it_read_before() -> None:
+    stock = StockLevel(sku="A", on_hand=5, safety_stock=10, target_stock=50, suppliers=["s1"])
+    record = record_of()
+    record.consider(stock, NOW)
+    low = listing(record)
+    assert low is not None and (low.on_hand, low.safety_stock) == (5, 10)
+    result = ReplenishmentResult(
+        run_id="replenish-A-1", sku="A", outcome="received", started_at=NOW, ended_at=NOW + 10, quantity_received=45
+    )
+    assert record.finish(result)
+    restocked = listing(record)
+    assert restocked is not None and (restocked.on_hand, restocked.safety_stock) == (None, None)
+    assert counts_of([("A", encode(restocked))], None)["below-safety"] == 0, "not below safety on a reading from before"
+    record.consider(stock.model_copy(update={"on_hand": 50}), NOW + 20)  # the next check reads it again
+    checked = listing(record)
+    assert checked is not None and (checked.on_hand, checked.safety_stock) == (50, 10)

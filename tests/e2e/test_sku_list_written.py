@@ -40,6 +40,10 @@ async def test_a_run_waiting_for_the_manager_shows_on_the_list_and_its_end_clear
     assert (entry.active_run, entry.runs, entry.on_hand, entry.safety_stock) == (run_id, 1, 5, 20)
     assert (entry.waiting_tool, entry.asked_price) == ("wait_for_approval", request["unit_price"])
     assert entry.waiting_since is not None and entry.outcome is None
+    # Until when it waits and whose price, as the run's own view says.
+    view = await scenario.run_view(run_id)
+    assert entry.waiting_until == round(view["waiting"]["deadline"]), (entry, view["waiting"])
+    assert entry.supplier == request["supplier"]
     assert await entry_of(scenario.ingress, scenario.sku, waiting="nobody") is None
 
     await scenario.decide(request["po_number"], approved=True)

@@ -1,9 +1,10 @@
 """The SKUs page pages through a long list in a real headless Chromium against the real stack:
-120 SKUs the ERP lists, 50 a page, followed with the page's own links at desktop and phone width,
-every page checked with axe-core."""
+120 SKU agents, 50 a page (read from the SKU list kept by key), followed with the page's own links
+at desktop and phone width, every page checked with axe-core."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -14,7 +15,7 @@ from page_checks import DESKTOP, PHONE, assert_page_fit_for_everyone
 
 from e2e.scenario import ok
 from replenisher.stack.processes import HypercornApp
-from support import eventually
+from support import RegisteredService, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -22,9 +23,15 @@ ITEMS = 120
 
 
 async def test_a_long_list_pages_fifty_at_a_time_with_links_that_keep_the_search(
-    browser: Any, console: HypercornApp, world_client: httpx.AsyncClient, artifacts: Path, axe: Path
+    browser: Any,
+    console: HypercornApp,
+    service: RegisteredService,
+    ingress: httpx.AsyncClient,
+    world_client: httpx.AsyncClient,
+    artifacts: Path,
+    axe: Path,
 ) -> None:
-    # A family of SKUs the ERP lists (no agent yet), named so that only this test's search finds them.
+    # A family of SKU agents, their shelves full, named so that only this test's search finds them.
     prefix = f"PG-{uuid4().hex[:6]}"
     skus = [f"{prefix}-{i:03d}" for i in range(ITEMS)]
     supplier = f"sup-{prefix}"
@@ -37,11 +44,12 @@ async def test_a_long_list_pages_fifty_at_a_time_with_links_that_keep_the_search
     for sku in skus:
         item = {"on_hand": 50, "safety_stock": 20, "target_stock": 100, "daily_consumption": 0, "suppliers": [supplier]}
         ok(await world_client.put(f"/admin/items/{sku}", json=item))
+    await asyncio.gather(*(ingress.post(f"/SkuAgent/{sku}/check") for sku in skus))
     first_url = f"{console.url}/skus?q={prefix}&per_page=50"
 
     async with httpx.AsyncClient(timeout=30) as http:
 
-        async def all_listed() -> bool:  # the console keeps the ERP's item master for a few seconds
+        async def all_listed() -> bool:  # each agent's put reaches the list a moment after its check
             return f"rows 1-50 of {ITEMS}" in (await http.get(first_url)).text
 
         await eventually(all_listed, timeout=30, what=f"the console to list the {ITEMS} new SKUs")

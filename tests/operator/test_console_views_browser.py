@@ -204,3 +204,30 @@ async def test_the_kept_erp_masters_are_read_again_for_a_sku_or_supplier_they_la
         assert await catalogue.read({scenario.sku}, {scenario.supplier}) is after, "it knows them now: kept"
     finally:
         await catalogue.aclose()
+
+
+async def test_a_page_of_skus_reads_the_erps_figures_of_those_skus_alone(
+    world: Any, scenario: Scenario, world_client: httpx.AsyncClient
+) -> None:
+    """A page of a long list asks the ERP for its own SKUs (100 a read), not for the whole item master."""
+    await scenario.setup(on_hand=7, safety_stock=20)
+    catalogue = ErpCatalogue(world.url)
+
+    async def item_reads() -> list[dict[str, Any]]:
+        return ok(await world_client.get("/admin/calls", params={"op": "list_items"}))["calls"]
+
+    try:
+        before = (await item_reads())[-1:]
+        unknown = [f"{scenario.sku}-none-{i}" for i in range(150)]
+        page = await catalogue.read_page([scenario.sku, *unknown])
+        assert page.error is None, page.error
+        assert list(page.items) == [scenario.sku], "the SKU asked for, and none the ERP does not list"
+        assert page.items[scenario.sku].on_hand == 7
+        assert page.supplier(scenario.supplier) == f"Supplier {scenario.supplier}"
+        reads = await item_reads()
+        since = reads[reads.index(before[0]) + 1 :] if before else reads
+        assert len(since) == 2, "151 SKUs: two reads of at most 100"
+    finally:
+        await catalogue.aclose()
+    too_many = await world_client.get("/erp/items", params={"sku": [f"S-{i}" for i in range(101)]})
+    assert too_many.status_code == 400 and "sku" in too_many.text, (too_many.status_code, too_many.text)

@@ -50,12 +50,13 @@ from replenisher.operations.inbox import (
     pending_approvals,
     pending_for,
 )
-from replenisher.operations.overview import SkuQuery, page_of, sku_rows
+from replenisher.operations.overview import SkuPage, SkuQuery, page_of, sku_rows
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import NotFound, OperatorError, Refused, Unreachable
 from replenisher.operations.restate.health import Health, ServiceDown
 from replenisher.operations.restate.http import valid_sku
 from replenisher.operations.settings_audit import record_settings_changes
+from replenisher.operations.sku_page import listed_page
 from replenisher.operations.spend import parsed_spend, spend
 from replenisher.operations.timelines import chosen_run, load_run_timeline
 from replenisher.templating import TIMELINE_STATIC, render
@@ -529,17 +530,24 @@ class Console:
 
     async def skus(self, request: Request, seen: Seen) -> Response:
         query = SkuQuery.parse(query_of(request))  # before any read: a bad query costs nothing
-        settings = await self.inbox_settings()
-        rows = await sku_rows(seen.client, settings.catalogue)
+        budget = await self.inbox_api.budget()
         now = self.now()
-        found = page_of(rows, query, settings.budget, now)
+        found: SkuPage | None = None
+        if seen.service_down is None:
+            try:  # the SKU list: only the page is read, whatever the order, filter or number of SKUs
+                found, catalogue = await listed_page(seen.client, query, budget, now, self.catalogue)
+            except ServiceDown:
+                found = None  # found down on the way: the agents' records from Restate's storage
+        if found is None:
+            catalogue = await self.catalogue.read()
+            found = page_of(await sku_rows(seen.client, catalogue), query, budget, now)
         page = pages.skus(
             found,
             query,
             now,
-            settings.budget,
-            settings.catalogue,
-            service_down=seen.service_down,
+            budget,
+            catalogue,
+            service_down=seen.service_down or seen.client.degraded,
             visitor=seen.visitor,
         )
         return html(page)

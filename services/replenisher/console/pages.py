@@ -216,7 +216,7 @@ def skus(
             for text, kind, chip, extra in (
                 ("waiting on the manager", "waiting", "manager", {}),
                 ("waiting on a supplier", "waiting", "supplier", {}),
-                ("below safety", "flag", "below-safety", {"sort": "cover"}),
+                ("below safety", "flag", "below-safety", {"sort": "stock"}),
                 ("over budget", "flag", "over-budget", {}),
                 ("failing", "flag", "failing", {}),
             )

@@ -89,6 +89,8 @@ class Row(NamedTuple):
     wait_run: int | None
     wait_seq: int
     detail: str | None
+    waiting_until: float | None
+    supplier: str | None
 
 
 class ListEntry(BaseModel):
@@ -119,6 +121,10 @@ class ListEntry(BaseModel):
     )
     wait_seq: int = Field(default=0, ge=0, description="that run's count of what it said of its waits: a newer wins")
     detail: str | None = Field(default=None, max_length=DETAIL, description="the last run's outcome, shortened")
+    waiting_until: float | None = Field(default=None, description="the wait's deadline")
+    supplier: str | None = Field(
+        default=None, max_length=64, description="the supplier of the asked price: the PO's, else the best quote's"
+    )
 
     def row(self) -> Row:
         return Row(*(getattr(self, name) for name in Row._fields))
@@ -131,6 +137,8 @@ class ListEntry(BaseModel):
 def entry_of(record: SkuRecord, revision: int) -> ListEntry:
     """The agent's part of its SKU's entry: what its record says now. The wait is its run's to say."""
     last, check = record.last_outcome, record.last_check
+    if check is not None and last is not None and last.outcome == "received" and last.ended_at >= check.at:
+        check = None  # goods came in since the agent last read its stock: it does not know the level now
     return ListEntry(
         sku=record.sku,
         revision=revision,
@@ -153,8 +161,7 @@ def refilled(record: SkuRecord, wait: WaitEntry | None) -> ListEntry:
     entry = entry_of(record, record.listed.revision)
     if wait is None:
         return entry
-    told = {"waiting_tool": wait.tool, "waiting_since": wait.since, "asked_price": wait.price}
-    return entry.model_copy(update=told | {"wait_run": wait.run, "wait_seq": 0})
+    return entry.model_copy(update=wait.told() | {"wait_seq": 0})
 
 
 def _short(text: str, most: int) -> str:
@@ -172,11 +179,11 @@ def listing(record: SkuRecord) -> ListEntry | None:
     return entry
 
 
-# How a bucket keeps an entry: `{sku: [revision, watched, runs, run, tool, since, price, outcome,
-# ended, on hand, safety stock, cover, problem, wait's run, wait's seq, detail]}`, the common words as small
+# How a bucket keeps an entry: `{sku: [revision, watched, runs, run, tool, since, price, outcome, ended,
+# on hand, safety stock, cover, problem, wait's run, wait's seq, detail, until, supplier]}`, the common words as small
 # numbers, times in whole seconds and the run by its number, so a shard's page read ships and parses
 # half the bytes. Two writers share an entry: the agent (revision to problem, but the wait) and its
-# active run (the wait: tool, since, price, with the run's number and its own count).
+# active run (the wait: tool, since, price, until, supplier, with the run's number and its own count).
 TOOL_CODES = {"wait_for_approval": 1, "wait_for_supplier_reply": 2, "wait_for_goods": 3}
 OUTCOME_CODES = {"received": 1, "rejected": 2, "gave_up": 3, "cancelled": 4, "unknown": 5}
 _TOOLS = {code: word for word, code in TOOL_CODES.items()}
@@ -212,15 +219,17 @@ def encode(entry: ListEntry) -> list[Any]:
         entry.wait_run,
         entry.wait_seq,
         entry.detail,
+        _seconds(entry.waiting_until),
+        entry.supplier,
     ]
 
 
 def decode(sku: str, kept: list[Any]) -> Row:
     """An entry as kept, its wait shown only while its run is the agent's active one."""
     rev, watched, runs, run, tool, since, price, outcome, ended, on_hand, safety, cover, problem, *rest = kept
-    wrun, wseq, detail = rest
+    wrun, wseq, detail, until, supplier = rest
     if wrun is None or wrun != run:
-        tool = since = price = None
+        tool = since = price = until = supplier = None
     return Row(
         sku,
         rev,
@@ -239,6 +248,8 @@ def decode(sku: str, kept: list[Any]) -> Row:
         wrun,
         wseq,
         detail,
+        until,
+        supplier,
     )
 
 
@@ -257,7 +268,7 @@ def unpack(kept: bytes | None) -> dict[str, list[Any]] | None:
 
 _AGENT = slice(0, 4)  # revision, watched, runs, run
 _AGENT_TOO = (7, 8, 9, 10, 11, 12, 15)  # outcome, ended, on hand, safety stock, cover, problem, detail
-_WAIT = (4, 5, 6, 13, 14)  # tool, since, price, the wait's run and seq
+_WAIT = (4, 5, 6, 13, 14, 16, 17)  # tool, since, price, the wait's run and seq, until, supplier
 
 
 def _newer_wait(new: list[Any], held: list[Any]) -> bool:
@@ -302,12 +313,25 @@ class WaitEntry(BaseModel):
     tool: str | None = Field(default=None, max_length=40, description="the wait; None: it waits for nothing now")
     since: float | None = Field(default=None, description="when it began; None: when the list hears of it")
     price: float | None = Field(default=None, ge=0, description="the price it asks approval of, or its best quote")
+    until: float | None = Field(default=None, description="the wait's deadline")
+    supplier: str | None = Field(default=None, max_length=64, description="whose price that is")
+
+    def told(self) -> dict[str, Any]:
+        """What it says, as an entry's fields."""
+        return {
+            "waiting_tool": self.tool,
+            "waiting_since": self.since,
+            "asked_price": self.price,
+            "waiting_until": self.until,
+            "supplier": self.supplier,
+            "wait_run": self.run,
+            "wait_seq": self.seq,
+        }
 
     def entry(self, held: list[Any] | None) -> ListEntry:
         """As an entry for `put_row`: the held agent's part unchanged (revision 0 when none is held yet)."""
         agent = ListEntry.of(decode(self.sku, held)) if held is not None else ListEntry(sku=self.sku, revision=0)
-        wait = {"waiting_tool": self.tool, "waiting_since": self.since, "asked_price": self.price}
-        return agent.model_copy(update=wait | {"wait_run": self.run, "wait_seq": self.seq})
+        return agent.model_copy(update=self.told())
 
 
 Cursor = list[str | float | int]
@@ -369,6 +393,11 @@ class ShardQuery(BaseModel):
     budget: float | None = None
     now: float
     upto: int = Field(ge=0, le=1_000_000, description="the page's offset plus its limit, past `after`")
+    failing_too: list[str] = Field(
+        default_factory=list,
+        max_length=1_000,
+        description="SKUs that count as failing whatever their entries say: those with a call Restate paused",
+    )
     after: Cursor | None = Field(
         default=None,
         max_length=3,
@@ -433,6 +462,7 @@ def _scan(entries: Iterable[Kept], query: ShardQuery) -> tuple[list[Kept], dict[
     needle = query.q.strip().lower()
     budget = query.budget
     waiting, flag = query.waiting, query.flag
+    stopped = frozenset(query.failing_too)
     manager_codes, supplier_codes, failed = _MANAGER, _SUPPLIER, _FAILED
     manager = supplier = below = over = bad = 0
     chosen: list[Kept] = []
@@ -456,7 +486,7 @@ def _scan(entries: Iterable[Kept], query: ShardQuery) -> tuple[list[Kept], dict[
         price = k[_PRICE] if current else None
         is_over = budget is not None and price is not None and price > budget
         over += is_over
-        is_failing = k[_PROBLEM] is not None or (k[_RUN] is None and k[_OUTCOME] in failed)
+        is_failing = k[_PROBLEM] is not None or (k[_RUN] is None and k[_OUTCOME] in failed) or sku in stopped
         bad += is_failing
         if needle and needle not in sku.lower():
             continue

@@ -101,9 +101,10 @@ class RestateEngine:
         self._shown: CurrentWait | None = None
         # What the SKU list last heard of the run's wait (which wait, how many times told) and the
         # price it asks: rebuilt on replay by the same calls, so the sends come out the same.
-        self._listed: tuple[str, str, int] | None = None
+        self._listed: tuple[str, str, int, float] | None = None
         self._list_told = 0
-        self._asked: float | None = None
+        self._list_since: float | None = None
+        self._asked: tuple[float | None, str | None] = (None, None)
         self._pending: dict[str, RestateDurableFuture[bytes]] = {}
         # The last clock reading, while nothing durable has happened since (see `now`); at the
         # start, the one the run was started with (journaled by the SKU, in the run's input).
@@ -242,7 +243,7 @@ class RestateEngine:
         with _stops():
             # The SDK's own encoding of a model (`model_dump_json`), compared before it is written.
             written = state.model_dump_json().encode("utf-8")
-            self._asked = state.asked_price
+            self._asked = state.asked
             if written != self._written:
                 self.ctx.set(names.STATE, written, serde=BytesSerde())
                 self._written = written
@@ -269,23 +270,31 @@ class RestateEngine:
                 self._tell_list(wait)
 
     def _tell_list(self, wait: CurrentWait | None) -> None:
-        """The run's wait on its SKU's entry of the list, when it is another wait than the list heard of
-        (a reminder's or an escalation's new deadline is the same wait)."""
-        which = (wait.tool, wait.event, wait.seq) if wait is not None else None
+        """The run's wait on its SKU's entry of the list, when it is another wait than the list heard of,
+        or the same with a new deadline (an escalation's; a reminder keeps it): then since as it began."""
+        which = (wait.tool, wait.event, wait.seq, wait.deadline) if wait is not None else None
         parsed = parse_run_id(self.run_id)
         if which == self._listed or parsed is None:
             return
+        same_wait = which is not None and self._listed is not None and which[:3] == self._listed[:3]
         self._listed = which
         self._list_told += 1
-        told = WaitEntry(
-            sku=self.sku,
-            run=parsed[1],
-            seq=self._list_told,
-            tool=wait.tool if wait is not None else None,
+        if wait is None:
+            told = WaitEntry(sku=self.sku, run=parsed[1], seq=self._list_told)
+        else:
             # The run's clock when it has read it since anything durable happened; else the list's.
-            since=self._time if wait is not None else None,
-            price=self._asked if wait is not None else None,
-        )
+            self._list_since = self._list_since if same_wait else self._time
+            price, supplier = self._asked
+            told = WaitEntry(
+                sku=self.sku,
+                run=parsed[1],
+                seq=self._list_told,
+                tool=wait.tool,
+                since=self._list_since,
+                price=price,
+                until=wait.deadline,
+                supplier=supplier,
+            )
         LIST_PUT_WAIT.send(self.ctx, shard_key_of(self.sku), told)
 
     def finish(self, result: ReplenishmentResult) -> None:

@@ -5,10 +5,14 @@ Two reads cover every SKU and supplier however many there are (`GET <erp>/erp/it
 ask again each time; a page that names a SKU or supplier the kept copy lacks reads them again, so
 one set up a moment ago shows at once. The console only shows these figures: the agents read stock themselves.
 When the ERP cannot be reached the pages still load, with the figures left out.
+
+A page of a long list reads only its own SKUs (`read_page`: `GET <erp>/erp/items?sku=...`, 100 a
+read), and the supplier master as above: the whole item master of 100,000 SKUs takes seconds.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 
@@ -19,6 +23,7 @@ from replenisher.domain.documents import StockLevel
 
 _TIMEOUT = httpx.Timeout(10.0, connect=3.0)
 FRESH_SECONDS = 10.0
+PAGE_READ = 100  # SKUs one read of the item master names: the ERP's limit (`sku=` at most 100 times)
 
 
 class ItemStock(StockLevel):
@@ -70,6 +75,7 @@ class ErpCatalogue:
         self._owns_client = client is None
         self.fresh_seconds = fresh_seconds
         self._last: Catalogue | None = None
+        self._names: tuple[float, dict[str, str]] | None = None
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -95,7 +101,29 @@ class ErpCatalogue:
         )
         return self._last
 
-    async def _get(self, path: str) -> httpx.Response:
-        response = await self._client.get(self.url + path)
+    async def read_page(self, skus: Iterable[str]) -> Catalogue:
+        """These SKUs' figures now, read for them alone, and the supplier master (kept for a few seconds)."""
+        wanted = sorted(set(skus))
+        try:
+            chunks = [wanted[i : i + PAGE_READ] for i in range(0, len(wanted), PAGE_READ)]
+            reads = await asyncio.gather(*(self._get("/erp/items", params={"sku": chunk}) for chunk in chunks))
+            items = [item for read in reads for item in _Items.model_validate_json(read.content).items]
+            names = await self._supplier_names()
+        except (httpx.HTTPError, ValidationError) as e:
+            return Catalogue(error=f"the ERP's item master could not be read ({type(e).__name__})")
+        return Catalogue(items={i.sku: i for i in items}, supplier_names=names, read_at=time.monotonic())
+
+    async def _supplier_names(self) -> dict[str, str]:
+        now = time.monotonic()
+        kept = self._names
+        if kept is not None and now - kept[0] < self.fresh_seconds:
+            return kept[1]
+        suppliers = _Suppliers.model_validate_json((await self._get("/erp/suppliers")).content)
+        names = {s.id: s.name for s in suppliers.suppliers}
+        self._names = (now, names)
+        return names
+
+    async def _get(self, path: str, params: dict[str, list[str]] | None = None) -> httpx.Response:
+        response = await self._client.get(self.url + path, params=params)
         response.raise_for_status()
         return response

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import SkuRecord
@@ -25,6 +25,19 @@ from replenisher.timeline.model import Invocation, Waiting
 WAITING_ON = {"wait_for_approval": "manager", "wait_for_supplier_reply": "supplier", "wait_for_goods": "supplier"}
 
 
+class LastOutcome(BaseModel):
+    """How a SKU's last run ended, as a line shows it."""
+
+    run_id: str
+    outcome: str
+    detail: str = Field(default="", description="shortened on the SKU list (`domain.sku_list.DETAIL`)")
+    ended_at: float | None = None
+
+    @classmethod
+    def of(cls, result: ReplenishmentResult) -> LastOutcome:
+        return cls(run_id=result.run_id, outcome=result.outcome, detail=result.detail, ended_at=result.ended_at)
+
+
 class SkuRow(BaseModel):
     sku: str
     stock: ItemStock | None = Field(default=None, description="the ERP's figures now, if it lists the SKU")
@@ -36,7 +49,14 @@ class SkuRow(BaseModel):
     retrying: str | None = None
     waiting: Waiting | None = None
     waiting_since: float | None = None
-    last_outcome: ReplenishmentResult | None = None
+    last_outcome: LastOutcome | None = None
+
+    @field_validator("last_outcome", mode="before")
+    @classmethod
+    def _shortened(cls, value: object) -> object:
+        """A run's whole result, as the agent's record keeps it, taken as what a line shows of it."""
+        return LastOutcome.of(value) if isinstance(value, ReplenishmentResult) else value
+
     kept_messages: int = 0
     held_until: float | None = None
     asked_price: float | None = Field(default=None, description="the active run's PO price, or its best quote")
@@ -237,7 +257,7 @@ def _sort_key(key: SortKey, now: float) -> Callable[[SkuRow], tuple[Any, ...]]:
             return (-(now - row.waiting_since) if row.waiting_since else far, row.sku)
         if key == "outcome":
             o = row.last_outcome
-            return (o.outcome if o else "~", -(o.ended_at if o else 0), row.sku)
+            return (o.outcome if o else "~", -(o.ended_at or 0 if o else 0), row.sku)
         return (row.sku,)
 
     return of

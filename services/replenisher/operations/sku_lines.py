@@ -6,17 +6,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from replenisher.domain.sku import run_id_of
 from replenisher.domain.sku_list import ListEntry
-from replenisher.operations.overview import SkuRow, retrying_of
+from replenisher.operations.overview import LastOutcome, SkuRow, retrying_of
+from replenisher.operations.sku_page import last_outcome_of
 from replenisher.timeline.model import Invocation
-
-
-class LastOutcome(BaseModel):
-    run_id: str
-    outcome: str
-    detail: str = Field(description="shortened on the list (`domain.sku_list.DETAIL`)")
-    ended_at: float | None = None
 
 
 class SkuLine(BaseModel):
@@ -35,16 +28,7 @@ class SkuLine(BaseModel):
 
 
 def line_of_entry(entry: ListEntry) -> SkuLine:
-    """A line from the list's entry. The last outcome is the run before the active one, or the last run."""
-    last = None
-    finished = entry.runs - (1 if entry.active_run else 0)
-    if entry.outcome is not None and finished >= 1:
-        last = LastOutcome(
-            run_id=run_id_of(entry.sku, finished),
-            outcome=entry.outcome,
-            detail=entry.detail or "",
-            ended_at=entry.ended_at,
-        )
+    """A line from the list's entry."""
     return SkuLine(
         sku=entry.sku,
         watching=entry.watched,
@@ -55,7 +39,7 @@ def line_of_entry(entry: ListEntry) -> SkuLine:
         asked_price=entry.asked_price,
         on_hand=entry.on_hand,
         safety_stock=entry.safety_stock,
-        last_outcome=last,
+        last_outcome=last_outcome_of(entry),
     )
 
 
@@ -68,8 +52,6 @@ def with_invocation(line: SkuLine, invocation: Invocation | None) -> SkuLine:
 
 def line_of_row(row: SkuRow) -> SkuLine:
     """A line from the agents' records as Restate's storage holds them (the service down)."""
-    o = row.last_outcome
-    last = LastOutcome(run_id=o.run_id, outcome=o.outcome, detail=o.detail, ended_at=o.ended_at) if o else None
     return SkuLine(
         sku=row.sku,
         watching=row.watching,
@@ -80,5 +62,5 @@ def line_of_row(row: SkuRow) -> SkuLine:
         waiting_tool=row.waiting.tool if row.waiting is not None else None,
         waiting_since=row.waiting_since,
         asked_price=row.asked_price,
-        last_outcome=last,
+        last_outcome=row.last_outcome,
     )

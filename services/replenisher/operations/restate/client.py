@@ -150,6 +150,9 @@ class RestateClient:
     async def run_invocations(self, run_ids: list[str]) -> dict[str, Invocation]:
         return await read_models.run_invocations(self.http, run_ids)
 
+    async def retrying_runs(self) -> dict[str, Invocation]:
+        return await read_models.retrying_runs(self.http)
+
     async def journal(self, invocation_id: str) -> list[JournalEntry]:
         return await read_models.journal(self.http, invocation_id)
 

@@ -117,8 +117,17 @@ async def fill_list(client: RestateClient) -> Filled:
         told = None
         if run is not None and wait is not None and parsed is not None:
             state = states.get(run)
-            price = state.asked_price if state is not None else None
-            told = WaitEntry(sku=record.sku, run=parsed[1], seq=0, tool=wait.tool, since=since.get(run), price=price)
+            price, supplier = state.asked if state is not None else (None, None)
+            told = WaitEntry(
+                sku=record.sku,
+                run=parsed[1],
+                seq=0,
+                tool=wait.tool,
+                since=since.get(run),
+                price=price,
+                until=wait.deadline,
+                supplier=supplier,
+            )
         entries.append(refilled(record, told))
     changed = await put_entries(client.http, entries)
     http = client.http
