@@ -23,7 +23,9 @@ tick is an idle check: a stock read, nothing started. Then, per size:
   empty stack, per SKU), at the end of the window.
 - **the list views**: the console's `/skus` (its first page, over real HTTP, from a console
   started on the stack) and `replenisher skus` (its first page, the real CLI in a child process),
-  each timed three times after the window; the median counts, the first is kept too.
+  each timed three times after the window; the median counts, the first is kept too. Both read the
+  SKU list kept by key; where the console's time goes is measured part by part (`list_breakdown`),
+  and so is the page built from every agent's record, as with the service down (`breakdown`).
 
 The run writes `bench/results/scale-<plan>.json` and ends with one line for the largest N:
 
@@ -69,10 +71,13 @@ from bench.procfs import (
 )
 from replenisher.config import service_workers, variable
 from replenisher.console import pages
+from replenisher.domain.sku_list import ShardQuery
 from replenisher.operations.catalogue import ErpCatalogue
 from replenisher.operations.overview import SkuQuery, page_of, sku_rows
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.http import RestateHttp
+from replenisher.operations.restate.sku_list import read_list
+from replenisher.operations.sku_page import listed_page
 from replenisher.stack.ports import free_port
 from replenisher.stack.processes import HypercornApp, restate_env_for_workers, service_server
 
@@ -351,6 +356,33 @@ async def rows_breakdown(stack: OwnStack) -> JSON:
     }
 
 
+async def list_breakdown(stack: OwnStack) -> JSON:
+    """Where the console's /skus time goes now that it reads the SKU list (`operations.sku_page`), each
+    read on its own in this process: the check whether the service is down (every console page makes
+    it), the paused calls and the retrying runs (each one SQL query over Restate's invocations), the
+    list's first page (every shard at once, by key), the ERP's figures for its SKUs, and the whole
+    page built as the console builds it."""
+    async with httpx.AsyncClient(timeout=600) as http:
+        client = RestateClient(stack.restate.ingress_url, stack.restate.admin_url, http)
+        erp = ErpCatalogue(stack.world.url, http)
+        parts: JSON = {}
+
+        async def timed(name: str, read: Awaitable[Any]) -> Any:
+            started = time.monotonic()
+            value = await read
+            parts[name] = round((time.monotonic() - started) * 1000, 1)
+            return value
+
+        await timed("health_ms", client.health())
+        await timed("paused_ms", client.paused())
+        await timed("retrying_ms", client.retrying_runs())
+        query = ShardQuery(now=time.time(), upto=0)
+        first = await timed("list_page_ms", read_list(client, query, 0, SkuQuery().per_page))
+        await timed("erp_page_ms", erp.read_page([e.sku for e in first.entries]))
+        await timed("whole_page_ms", listed_page(client, SkuQuery(), None, time.time(), erp))
+        return parts | {"rows": len(first.entries), "total": first.total, "filled": first.filled}
+
+
 async def list_views(stack: OwnStack, base: Path, say: Say) -> JSON:
     """The console's /skus and `replenisher skus`, first page each, over the running stack."""
     env = {
@@ -373,7 +405,7 @@ async def list_views(stack: OwnStack, base: Path, say: Say) -> JSON:
         console.stop()
     runs = [cli_ms(["skus"], env) for _ in range(LIST_TRIES)]
     start_ms = [cli_ms(["--help"], env)[0] for _ in range(LIST_TRIES)]
-    # By outcome: a first page of the same size for which every agent's record is read (the default reads its page's).
+    # By outcome: the list orders by any key at the same cost (before the list, every agent's record was read).
     every_ms = [cli_ms(["skus", "--sort", "outcome"], env)[0] for _ in range(LIST_TRIES)]
     cli = timings([t for t, _ in runs]) | {
         "bytes": runs[-1][1],
@@ -384,9 +416,11 @@ async def list_views(stack: OwnStack, base: Path, say: Say) -> JSON:
         f"  replenisher skus: {cli['median_ms']:.0f} ms (of which {statistics.median(start_ms):.0f} ms starting up); "
         f"--sort outcome, every agent read: {statistics.median(every_ms):.0f} ms"
     )
+    listed = await list_breakdown(stack)
+    say(f"  where the console's /skus time goes (read in this process): {listed}")
     parts = await rows_breakdown(stack)
-    say(f"  where a list view's time goes (read in this process): {parts}")
-    return {"console_skus": page, "cli_skus": cli, "breakdown": parts}
+    say(f"  the page from every agent's record instead (as with the service down): {parts}")
+    return {"console_skus": page, "cli_skus": cli, "list_breakdown": listed, "breakdown": parts}
 
 
 def worker_spread(before: dict[int, float], after: dict[int, float], connections: dict[int, int]) -> list[JSON]:

@@ -46,6 +46,9 @@ def test_the_smoke_plan_runs_end_to_end_and_ends_with_a_well_formed_scale_line(t
     assert run["skus"] == SMOKE.sizes[0]
     assert run["lateness"]["due"] > 0, "Restate's records held ticks due in the window"
     assert run["lists"]["console_skus"]["bytes"] > 0 and run["lists"]["cli_skus"]["bytes"] > 0
+    # The pages came from the SKU list: every agent the bench watched put its entry there, and the list is filled.
+    listed = run["lists"]["list_breakdown"]
+    assert (listed["total"], listed["filled"]) == (SMOKE.sizes[0], True), listed
     assert set(run["cpu_ms_per_tick"]) == {"engine", "service", "world"}
     assert run["memory_mb"]["engine"]["pss_mb"] > 0
 
