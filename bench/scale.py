@@ -359,7 +359,7 @@ async def rows_breakdown(stack: OwnStack) -> JSON:
 async def list_breakdown(stack: OwnStack) -> JSON:
     """Where the console's /skus time goes now that it reads the SKU list (`operations.sku_page`), each
     read on its own in this process: the check whether the service is down (every console page makes
-    it), the paused calls and the retrying runs (each one SQL query over Restate's invocations), the
+    it), the paused calls and the retrying runs (one SQL query over Restate's invocations), the
     list's first page (every shard at once, by key), the ERP's figures for its SKUs, and the whole
     page built as the console builds it."""
     async with httpx.AsyncClient(timeout=600) as http:
@@ -374,8 +374,7 @@ async def list_breakdown(stack: OwnStack) -> JSON:
             return value
 
         await timed("health_ms", client.health())
-        await timed("paused_ms", client.paused())
-        await timed("retrying_ms", client.retrying_runs())
+        await timed("paused_and_retrying_ms", client.troubled())
         query = ShardQuery(now=time.time(), upto=0)
         first = await timed("list_page_ms", read_list(client, query, 0, SkuQuery().per_page))
         await timed("erp_page_ms", erp.read_page([e.sku for e in first.entries]))

@@ -21,10 +21,12 @@ from replenisher.domain.outcomes import ReplenishmentResult
 from replenisher.domain.sku import ActiveRun, SkuRecord
 from replenisher.durable.answered import NOTE_TIMEOUT_SECONDS
 from replenisher.durable.sku_agent import sku_agent
-from replenisher.operations.overview import sku_rows
+from replenisher.operations.catalogue import ErpCatalogue
+from replenisher.operations.overview import SkuQuery, sku_rows
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.health import ANSWERED_ATTEMPT_SECONDS
 from replenisher.operations.restate.paused import AGENT_SHARED_HANDLERS, PausedCall, paused_keys
+from replenisher.operations.sku_page import listed_page
 from replenisher.operations.timelines import load_timeline
 from replenisher.stack.admin import Admin
 from replenisher.stack.ports import free_port
@@ -329,6 +331,20 @@ async def test_a_supplier_answering_503_is_a_retrying_step_not_an_outage(
             return (rows[scenario.sku].retrying or "").startswith("retrying get_quotes")
 
         await eventually(row_retrying, timeout=30, what="the SKUs view to say the quote step is retried")
+
+        # The console's page from the SKU list says so too, and counts the SKU as failing.
+        erp = ErpCatalogue(str(scenario.world.base_url))
+        try:
+
+            async def listed_retrying() -> bool:
+                query = SkuQuery(q=scenario.sku, flag="failing")
+                page, _ = await listed_page(client, query, None, time.time(), erp)
+                rows = [r for r in page.rows if r.sku == scenario.sku]
+                return bool(rows) and (rows[0].retrying or "").startswith("retrying get_quotes")
+
+            await eventually(listed_retrying, timeout=30, what="the SKUs page from the list to flag the retried step")
+        finally:
+            await erp.aclose()
 
         page = tmp_path / "run.html"
         text = await cli("timeline", scenario.sku, "--width", "160", "--html", str(page))

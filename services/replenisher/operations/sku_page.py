@@ -9,8 +9,6 @@ agent reads no consumption): the page shows it, and orders by it only among SKUs
 
 from __future__ import annotations
 
-import asyncio
-
 from replenisher.domain.sku import run_id_of, split_run_id
 from replenisher.domain.sku_list import ListEntry, ShardQuery
 from replenisher.operations.catalogue import Catalogue, ErpCatalogue, ItemStock
@@ -62,10 +60,11 @@ async def listed_page(
     A page past the last is refused, saying how many there are."""
     offset = (query.page - 1) * query.per_page
     # Calls Restate paused and runs retrying a step: their SKUs count as failing, as on the page from the
-    # agents' records. One query each, however many SKUs (each scans Restate's invocations).
-    calls, retrying = await asyncio.gather(client.paused(), client.retrying_runs())
+    # agents' records. One query for both, however many SKUs (it reads every invocation Restate keeps).
+    found = await client.troubled()
+    retrying = found.retrying
     paused: dict[str, list[PausedCall]] = {}
-    for call in calls:
+    for call in found.paused:
         paused.setdefault(call.sku, []).append(call)
     troubled = set(paused) | {split_run_id(run)[0] for run in retrying}
     asked = ShardQuery(

@@ -93,6 +93,10 @@ class RestateClient:
     async def paused(self, keys: list[str] | None = None) -> list[PausedCall]:
         return await paused.paused(self.http, keys)
 
+    async def troubled(self) -> paused.Troubled:
+        """Every paused call and every run retrying a step, in one query."""
+        return await paused.troubled(self.http)
+
     async def paused_of(self, record: SkuRecord) -> list[PausedCall]:
         """The paused calls of a SKU's agent, its active run and its recent runs."""
         return await paused.paused(self.http, paused.paused_keys(record))
@@ -149,9 +153,6 @@ class RestateClient:
 
     async def run_invocations(self, run_ids: list[str]) -> dict[str, Invocation]:
         return await read_models.run_invocations(self.http, run_ids)
-
-    async def retrying_runs(self) -> dict[str, Invocation]:
-        return await read_models.retrying_runs(self.http)
 
     async def journal(self, invocation_id: str) -> list[JournalEntry]:
         return await read_models.journal(self.http, invocation_id)

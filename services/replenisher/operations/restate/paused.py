@@ -8,9 +8,10 @@ from replenisher.domain.sku import SkuRecord, split_run_id
 from replenisher.loop import names
 from replenisher.operations.restate.errors import OperatorError
 from replenisher.operations.restate.health import OURS
-from replenisher.operations.restate.http import RestateHttp, among
+from replenisher.operations.restate.http import RestateHttp, among, literal
 from replenisher.timeline.format import clock
-from replenisher.timeline.journal import epoch, error_text
+from replenisher.timeline.journal import Row, epoch, error_text, invocation
+from replenisher.timeline.model import Invocation
 
 # The SkuAgent's shared handlers (reads that run beside its exclusive calls); kept equal to the
 # object's own definition by a test, so this module needs no Restate SDK.
@@ -102,16 +103,41 @@ async def paused(http: RestateHttp, keys: list[str] | None = None) -> list[Pause
         f"WHERE status = 'paused' AND target_service_name IN {among(OURS)} "
         f"{only}ORDER BY modified_at"
     )
-    return [
-        PausedCall(
-            id=str(r["id"]),
-            target=str(r["target"]),
-            since=epoch(r.get("modified_at")),
-            error=error_text(r["last_failure"]) if r.get("last_failure") else None,
-            code=r.get("last_failure_error_code") or None,
-        )
-        for r in rows
-    ]
+    return [_paused_call(r) for r in rows]
+
+
+def _paused_call(r: Row) -> PausedCall:
+    return PausedCall(
+        id=str(r["id"]),
+        target=str(r["target"]),
+        since=epoch(r.get("modified_at")),
+        error=error_text(r["last_failure"]) if r.get("last_failure") else None,
+        code=r.get("last_failure_error_code") or None,
+    )
+
+
+class Troubled(BaseModel):
+    paused: list[PausedCall] = Field(description="every call Restate paused, oldest first")
+    retrying: dict[str, Invocation] = Field(
+        description="every run retrying a step now (backing off, or running again after failed attempts), by run id"
+    )
+
+
+async def troubled(http: RestateHttp) -> Troubled:
+    """`paused()` and the runs retrying a step, in one query: each query over `sys_invocation` reads every
+    invocation Restate keeps, whatever it filters on (`make bench-state-scan`)."""
+    run = f"target_service_name = {literal(names.REPLENISH)} AND target_handler_name = {literal(names.RUN)}"
+    rows = await http.sql(
+        "SELECT id, target, target_service_key, status, created_at, completed_at, modified_at, retry_count, "
+        "last_failure, last_failure_error_code, last_failure_related_command_name, last_start_at, next_retry_at "
+        f"FROM sys_invocation WHERE (status = 'paused' AND target_service_name IN {among(OURS)}) "
+        f"OR ({run} AND (status = 'backing-off' OR (status = 'running' AND retry_count > 1 "
+        "AND last_failure IS NOT NULL))) ORDER BY modified_at"
+    )
+    return Troubled(
+        paused=[_paused_call(r) for r in rows if r.get("status") == "paused"],
+        retrying={str(r["target_service_key"]): invocation(r) for r in rows if r.get("status") != "paused"},
+    )
 
 
 async def paused_holding(http: RestateHttp, path: str) -> PausedCall | None:

@@ -157,19 +157,6 @@ async def run_invocations(http: RestateHttp, run_ids: list[str]) -> dict[str, In
     return {r["target_service_key"]: invocation(r) for r in rows}
 
 
-async def retrying_runs(http: RestateHttp) -> dict[str, Invocation]:
-    """Every run whose invocation is retrying a step now (backing off, or running again after failed
-    attempts), by run id: one query, whatever the number of runs."""
-    rows = await http.sql(
-        "SELECT id, target_service_key, status, created_at, completed_at, retry_count, last_failure, "
-        "last_failure_error_code, last_failure_related_command_name, last_start_at, next_retry_at "
-        f"FROM sys_invocation WHERE target_service_name = {literal(names.REPLENISH)} "
-        f"AND target_handler_name = {literal(names.RUN)} "
-        "AND (status = 'backing-off' OR (status = 'running' AND retry_count > 1 AND last_failure IS NOT NULL))"
-    )
-    return {r["target_service_key"]: invocation(r) for r in rows}
-
-
 async def journal(http: RestateHttp, invocation_id: str) -> list[JournalEntry]:
     rows = await http.sql(
         "SELECT index, entry_type, name, appended_at, entry_lite_json FROM sys_journal "
