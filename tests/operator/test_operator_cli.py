@@ -45,7 +45,7 @@ async def test_status_shows_the_token_and_approving_carries_the_run_to_its_goods
     assert f"approval token: {request['token']}" in status.out, status
     assert f"replenisher approve {scenario.sku} --up-to 4.00" in status.out
 
-    skus = await cli("skus")
+    skus = await cli("skus", "--search", scenario.sku)  # its own row: other tests' agents may fill the first page
     row = next(line for line in skus.out.splitlines() if line.startswith(scenario.sku))
     assert run_id in row and "wait_for_approval" in row, skus
 
@@ -80,7 +80,7 @@ async def test_status_shows_the_token_and_approving_carries_the_run_to_its_goods
     assert "last price 4.00" in memory, memory
 
     assert f"{scenario.sku}: not watched · 1 run started · outcomes: received 1" in memory, memory
-    skus = await cli("skus")
+    skus = await cli("skus", "--search", scenario.sku)  # its own row: other tests' agents may fill the first page
     row = next(line for line in skus.out.splitlines() if line.startswith(scenario.sku))
     assert "run 1 received: " in row, skus  # the run's number, not read as a count
 
