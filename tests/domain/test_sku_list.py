@@ -419,3 +419,20 @@ def test_after_goods_came_in_the_entry_does_not_claim_the_stock_it_read_before()
     record.consider(stock.model_copy(update={"on_hand": 50}), NOW + 20)  # the next check reads it again
     checked = listing(record)
     assert checked is not None and (checked.on_hand, checked.safety_stock) == (50, 10)
+
+
+def test_each_shard_is_sent_only_its_own_troubled_skus_and_the_merged_page_counts_them_all() -> None:
+    rng = random.Random(13)
+    entries = [entry(i, rng) for i in range(400)]
+    troubled = [*sorted(rng.sample([e.sku for e in entries], 40)), "NO-SUCH-SKU"]
+    query = ShardQuery(now=NOW, upto=1_000, flag="failing", failing_too=troubled)
+    by_shard: dict[int, list[Kept]] = {}
+    for e in entries:
+        by_shard.setdefault(shard_of(e.sku), []).append((e.sku, encode(e)))
+    asked = [query.for_shard(shard) for shard in range(SHARDS)]
+    assert sum(len(q.failing_too) for q in asked) == len(troubled), "every SKU named goes to one shard"
+    assert all(shard_of(s) == shard for shard, q in enumerate(asked) for s in q.failing_too)
+    page = merge([answer(by_shard.get(i, []), q) for i, q in enumerate(asked)], query, 0, 1_000)
+    whole = answer([kept for rows in by_shard.values() for kept in rows], query)
+    assert page.counts["failing"] == whole.counts["failing"] and page.matching == whole.matching
+    assert {e.sku for e in page.entries} >= set(troubled) - {"NO-SUCH-SKU"}

@@ -32,6 +32,7 @@ BUCKETS = 128  # per shard: 1,024 buckets, about 100 entries each at 100,000 SKU
 FAILED_OUTCOMES = ("gave_up", "cancelled", "unknown")  # a last run that ended so is failing, without a new one
 CHIPS = ("manager", "supplier", "below-safety", "over-budget", "failing")
 DETAIL = 80  # characters of the last outcome's detail an entry keeps: what a list's line shows
+MAX_SKUS = 1_000_000  # the most SKUs a query may name: more than one node is measured to hold
 FAR = 1e300  # last in an ascending order; finite, so a cursor holding it is JSON
 
 SortKey = Literal["sku", "stock", "cover", "waiting", "outcome"]
@@ -395,14 +396,21 @@ class ShardQuery(BaseModel):
     upto: int = Field(ge=0, le=1_000_000, description="the page's offset plus its limit, past `after`")
     failing_too: list[str] = Field(
         default_factory=list,
-        max_length=1_000,
-        description="SKUs that count as failing whatever their entries say: those with a call Restate paused",
+        max_length=MAX_SKUS,
+        description="SKUs that count as failing whatever their entries say: a call Restate paused, a run "
+        "retrying a step (each shard is sent its own, `for_shard`)",
     )
     after: Cursor | None = Field(
         default=None,
         max_length=3,
         description="the sort key of the last row already shown (`ListPage.next_after`): rows past it only",
     )
+
+    def for_shard(self, shard: int) -> ShardQuery:
+        """The query as `shard` is asked it: with only its own SKUs of `failing_too`."""
+        if not self.failing_too:
+            return self
+        return self.model_copy(update={"failing_too": [s for s in self.failing_too if shard_of(s) == shard]})
 
 
 class ShardAnswer(BaseModel):

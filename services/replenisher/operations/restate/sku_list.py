@@ -49,7 +49,7 @@ async def _ask(http: RestateHttp, shard: int, query: ShardQuery) -> ShardAnswer:
 async def list_page(http: RestateHttp, query: ShardQuery, offset: int, limit: int) -> ListPage:
     """The page `offset` to `offset + limit` of the SKUs `query` chooses, and the counts per chip."""
     asked = query.model_copy(update={"upto": offset + limit})
-    answers = await asyncio.gather(*(_ask(http, shard, asked) for shard in range(SHARDS)))
+    answers = await asyncio.gather(*(_ask(http, shard, asked.for_shard(shard)) for shard in range(SHARDS)))
     return merge(answers, asked, offset, limit)
 
 
@@ -58,9 +58,9 @@ async def read_list(client: RestateClient, query: ShardQuery, offset: int, limit
     the client's ingress (which finds the service down after its patience, raises `ServiceDown`, and
     drops its read), then the rest at once. One round trip more than `list_page`; none left waiting."""
     asked = query.model_copy(update={"upto": offset + limit})
-    body = asked.model_dump(mode="json")
 
     async def ask(shard: int) -> ShardAnswer:
+        body = asked.for_shard(shard).model_dump(mode="json")
         return ShardAnswer.model_validate(await client.ingress("POST", f"/{SKU_LIST}/{shard_key(shard)}/page", body))
 
     first = await ask(0)
