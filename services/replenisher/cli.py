@@ -45,7 +45,7 @@ from replenisher.operations.restate.http import valid_sku
 from replenisher.operations.restate.ingress import Accepted
 from replenisher.operations.restate.paused import Blocked, PausedCall
 from replenisher.operations.restate.read_models import RunView
-from replenisher.operations.restate.sku_list import fill_list, read_list
+from replenisher.operations.restate.sku_list import filled_page
 from replenisher.operations.sku_lines import SkuLine, line_of_entry, line_of_row, with_invocation
 from replenisher.operations.status import sku_status
 from replenisher.operations.timelines import load_timeline
@@ -545,15 +545,12 @@ async def listed_lines(
     size = min(limit or ALL_ROWS, ALL_ROWS - offset)
     if size <= 0:
         raise OperatorError(f"--offset {offset}: the SKU list pages through its first {ALL_ROWS:,} rows")
-    page = await read_list(client, asked, offset, size)
-    if refill or not page.filled:
-        filled = await fill_list(client)
-        if refill or filled.changed:
-            print(
-                f"filled the SKU list from {filled.agents} agents' records: {filled.changed} entries added or mended",
-                file=sys.stderr,
-            )
-        page = await read_list(client, asked, offset, size)
+    page, filled = await filled_page(client, asked, offset, size, refill)
+    if filled is not None and (refill or filled.changed):
+        print(
+            f"filled the SKU list from {filled.agents} agents' records: {filled.changed} entries added or mended",
+            file=sys.stderr,
+        )
     lines = [line_of_entry(entry) for entry in page.entries]
     working = [line.active_run for line in lines if line.active_run and line.waiting_tool is None]
     if working:

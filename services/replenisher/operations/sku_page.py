@@ -16,7 +16,7 @@ from replenisher.operations.overview import LastOutcome, SkuPage, SkuQuery, SkuR
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import OperatorError
 from replenisher.operations.restate.paused import PausedCall
-from replenisher.operations.restate.sku_list import fill_list, read_list
+from replenisher.operations.restate.sku_list import filled_page
 from replenisher.timeline.model import Invocation, Waiting
 
 EVENT_OF = {"wait_for_approval": "approval", "wait_for_supplier_reply": "supplier-reply", "wait_for_goods": "goods"}
@@ -78,10 +78,7 @@ async def listed_page(
         upto=0,
         failing_too=sorted(troubled),
     )
-    page = await read_list(client, asked, offset, query.per_page)
-    if not page.filled:
-        await fill_list(client)
-        page = await read_list(client, asked, offset, query.per_page)
+    page, _ = await filled_page(client, asked, offset, query.per_page)
     pages = max(1, -(-page.matching // query.per_page))
     if query.page > pages:
         some = f"{pages} page{'s' if pages != 1 else ''}"

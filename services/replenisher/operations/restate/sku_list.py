@@ -68,6 +68,18 @@ async def read_list(client: RestateClient, query: ShardQuery, offset: int, limit
     return merge([first, *rest], asked, offset, limit)
 
 
+async def filled_page(
+    client: RestateClient, query: ShardQuery, offset: int, limit: int, refill: bool = False
+) -> tuple[ListPage, Filled | None]:
+    """`read_list`, the list filled from the agents' records first when a shard says it is not (or when
+    `refill`), and read again: the page, and what the fill did if one was made."""
+    page = await read_list(client, query, offset, limit)
+    if page.filled and not refill:
+        return page, None
+    filled = await fill_list(client)
+    return await read_list(client, query, offset, limit), filled
+
+
 async def put_entries(http: RestateHttp, entries: list[ListEntry]) -> int:
     """Entries put straight in, the shards at once, each in batches (to fill the list); how many changed."""
     by_shard: dict[str, list[ListEntry]] = {}
