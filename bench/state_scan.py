@@ -13,12 +13,15 @@ at each size every query runs a few times (the median is reported):
 - `paused`: the calls Restate paused, from `sys_invocation` (which also holds every finished call
   whose journal is kept: one per `put` here);
 - `journal_by_id`: one call's journal by its invocation id, as a timeline reads it;
+- `attempting`: what Restate's invoker attempts now (`sys_invocation_state`: nothing, here), where the
+  product looks first for a refused service or a run retrying a step;
+- `few_by_id`, `many_by_id`: 10 and 100 invocations from `sys_invocation` by `id IN (...)`;
 - `point_handler`: the same one entry read by the object's shared handler through the ingress.
 
 Each size ends with a line, and the run with the largest size's multiples:
 
     state-scan: partitions=P rows=N point_sql_ms=A count_ms=B page_ms=C paused_ms=D journal_by_id_ms=J
-                point_handler_ms=E us_per_row=F
+                point_handler_ms=E us_per_row=F attempting_ms=G few_by_id_ms=H many_by_id_ms=I
     state-scan: rows=N point_sql_vs_handler=Rx point_sql_growth=Gx (from rows=M)
 
 Why it exists (#36): on Restate 1.7.12 a query names a partition at best (by `service_key`), never a
@@ -45,7 +48,7 @@ import httpx
 
 from bench.probe_results import write_runs
 from bench.probe_stack import running
-from replenisher.operations.restate.http import RestateHttp, literal
+from replenisher.operations.restate.http import RestateHttp, among, literal
 from replenisher.stack.ports import RestatePorts, free_port
 from replenisher.stack.processes import HypercornApp
 from replenisher.stack.reaper import reap_with_this_process
@@ -58,6 +61,9 @@ PLANS = {"smoke": [200, 400], "quick": [1_000, 10_000], "full": [1_000, 10_000, 
 PAGE = 100
 PAGE_OFFSET = 50
 FILL_CONCURRENCY = 64
+# Invocations read by id: a few (as `operations/restate/attempting.py` reads them) and many.
+FEW_IDS = 10
+BY_IDS = 100
 FILL_TIMEOUT_S = 1800.0
 
 
@@ -70,9 +76,11 @@ def entry_of(i: int) -> str:
     return f"{hashlib.blake2b(key_of(i).encode(), digest_size=4).hexdigest()}|{key_of(i)}"
 
 
-def queries(probe_key: str, invocation_id: str) -> dict[str, str]:
+def queries(probe_key: str, invocation_ids: list[str]) -> dict[str, str]:
+    """The queries by name; `invocation_ids`: `BY_IDS` invocations' ids, the first the probe key's."""
     where = f"service_name = {literal(OBJECT)}"
     key = literal(probe_key)
+    few, many = among(invocation_ids[:FEW_IDS]), among(invocation_ids)
     return {
         "point_sql": f"SELECT value_utf8 FROM state WHERE {where} AND key = 'list' AND service_key = {key}",
         "count": f"SELECT COUNT(*) AS n FROM state WHERE {where} AND key = 'list'",
@@ -81,7 +89,10 @@ def queries(probe_key: str, invocation_id: str) -> dict[str, str]:
             f"ORDER BY value_utf8 LIMIT {PAGE} OFFSET {PAGE_OFFSET}"
         ),
         "paused": "SELECT id FROM sys_invocation WHERE status = 'paused'",
-        "journal_by_id": f"SELECT index, entry_type FROM sys_journal WHERE id = {literal(invocation_id)}",
+        "journal_by_id": f"SELECT index, entry_type FROM sys_journal WHERE id = {literal(invocation_ids[0])}",
+        "attempting": "SELECT id, last_failure FROM sys_invocation_state",
+        "few_by_id": f"SELECT id, status, target FROM sys_invocation WHERE id IN {few}",
+        "many_by_id": f"SELECT id, status, target FROM sys_invocation WHERE id IN {many}",
     }
 
 
@@ -158,9 +169,12 @@ async def measure(partitions: int, sizes: list[int], record_bytes: int, tries: i
                 probe_key = key_of(size // 2)
                 target = literal(f"{OBJECT}/{probe_key}/put")
                 found_id = await probe.sql(f"SELECT id FROM sys_invocation WHERE target = {target}")
-                invocation_id = str(found_id[0]["id"])
+                others = await probe.sql(
+                    f"SELECT id FROM sys_invocation_status WHERE target <> {target} LIMIT {BY_IDS - 1}"
+                )
+                invocation_ids = [str(r["id"]) for r in [*found_id, *others]]
                 row: dict[str, Any] = {"partitions": partitions, "rows": size, "fill_s": round(fill_s, 1)}
-                for name, query in queries(probe_key, invocation_id).items():
+                for name, query in queries(probe_key, invocation_ids).items():
                     ms, found = await probe.timed(query, tries)
                     row[f"{name}_ms"] = round(ms, 1)
                     row[f"{name}_rows"] = found
@@ -172,6 +186,8 @@ async def measure(partitions: int, sizes: list[int], record_bytes: int, tries: i
                     or row["point_sql_rows"] != 1
                     or row["page_rows"] != PAGE
                     or not row["journal_by_id_rows"]
+                    or row["few_by_id_rows"] != FEW_IDS
+                    or row["many_by_id_rows"] != BY_IDS
                 ):
                     raise RuntimeError(f"the queries did not find what was put: {row}")
                 print(line(row), flush=True)
@@ -184,7 +200,8 @@ def line(row: dict) -> str:
         f"state-scan: partitions={row['partitions']} rows={row['rows']} point_sql_ms={row['point_sql_ms']:g} "
         f"count_ms={row['count_ms']:g} page_ms={row['page_ms']:g} paused_ms={row['paused_ms']:g} "
         f"journal_by_id_ms={row['journal_by_id_ms']:g} point_handler_ms={row['point_handler_ms']:g} "
-        f"us_per_row={row['us_per_row']:g}"
+        f"us_per_row={row['us_per_row']:g} attempting_ms={row['attempting_ms']:g} "
+        f"few_by_id_ms={row['few_by_id_ms']:g} many_by_id_ms={row['many_by_id_ms']:g}"
     )
 
 

@@ -15,7 +15,8 @@ from bench_logic.smoke import run_bench, sizes_of
 
 SIZE_LINE = re.compile(
     r"^state-scan: partitions=1 rows=(\d+) point_sql_ms=[0-9.]+ count_ms=[0-9.]+ page_ms=[0-9.]+ "
-    r"paused_ms=[0-9.]+ journal_by_id_ms=[0-9.]+ point_handler_ms=[0-9.]+ us_per_row=[0-9.]+$"
+    r"paused_ms=[0-9.]+ journal_by_id_ms=[0-9.]+ point_handler_ms=[0-9.]+ us_per_row=[0-9.]+ "
+    r"attempting_ms=[0-9.]+ few_by_id_ms=[0-9.]+ many_by_id_ms=[0-9.]+$"
 )
 CLOSING_LINE = re.compile(
     r"^state-scan: rows=(\d+) point_sql_vs_handler=\d+x point_sql_growth=\d+x \(from rows=(\d+)\)$"
@@ -34,6 +35,8 @@ def test_the_smoke_plan_fills_every_key_and_ends_with_its_lines(tmp_path: Path) 
     # Each size found what was put: one key's entry, every key's count, a full page, the journal.
     assert [(r["rows"], r["count_rows"], r["point_sql_rows"]) for r in runs] == [(n, 1, 1) for n in sizes]
     assert all(r["page_rows"] == 100 and r["journal_by_id_rows"] > 0 for r in runs), runs
+    # Reads by id find every invocation asked for; the invoker attempts nothing once the keys are filled.
+    assert [(r["few_by_id_rows"], r["many_by_id_rows"], r["attempting_rows"]) for r in runs] == [(10, 100, 0)] * 2
 
 
 def test_the_closing_line_sets_the_largest_size_against_the_handler_and_the_smallest() -> None:

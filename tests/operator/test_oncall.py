@@ -23,9 +23,10 @@ from replenisher.durable.answered import NOTE_TIMEOUT_SECONDS
 from replenisher.durable.sku_agent import sku_agent
 from replenisher.operations.catalogue import ErpCatalogue
 from replenisher.operations.overview import SkuQuery, sku_rows
+from replenisher.operations.restate import attempting
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.health import ANSWERED_ATTEMPT_SECONDS
-from replenisher.operations.restate.paused import AGENT_SHARED_HANDLERS, PausedCall, paused_keys
+from replenisher.operations.restate.paused import AGENT_SHARED_HANDLERS, PausedCall, RecentPaused, paused_keys
 from replenisher.operations.sku_page import listed_page
 from replenisher.operations.timelines import load_timeline
 from replenisher.stack.admin import Admin
@@ -302,7 +303,7 @@ async def test_a_band_ends_when_the_run_resumed_also_read_after_the_run_finished
 
 
 async def test_a_supplier_answering_503_is_a_retrying_step_not_an_outage(
-    cli: Cli, scenario: Scenario, operator_env: dict[str, str], tmp_path
+    cli: Cli, scenario: Scenario, operator_env: dict[str, str], tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await setup_lasting_quotes(scenario)
     await scenario.fault(down_calls=1000)  # the world's fault, not ours
@@ -343,6 +344,15 @@ async def test_a_supplier_answering_503_is_a_retrying_step_not_an_outage(
                 return bool(rows) and (rows[0].retrying or "").startswith("retrying get_quotes")
 
             await eventually(listed_retrying, timeout=30, what="the SKUs page from the list to flag the retried step")
+            # Found from the invoker's own table and a read by id; the scan made when many are attempted
+            # finds it too.
+            monkeypatch.setattr(attempting, "MOST_IDS", 0)
+
+            async def scanned_retrying() -> bool:
+                return run_id in (await client.troubled()).retrying
+
+            await eventually(scanned_retrying, timeout=30, what="the scan of every invocation to find the run retrying")
+            monkeypatch.undo()
         finally:
             await erp.aclose()
 
@@ -533,8 +543,58 @@ async def test_a_call_restate_paused_is_shown_by_status_and_a_check_behind_it_sa
     assert after.code == 0 and "STOPPED" not in after.out, after
 
 
+async def test_the_consoles_paused_calls_come_from_a_recent_scan_and_are_read_again_by_id(
+    scenario: Scenario,
+    service: RegisteredService,
+    ingress: httpx.AsyncClient,
+    admin: Admin,
+    operator_env: dict[str, str],
+) -> None:
+    """The console's SKUs page takes the paused calls from a scan made at most every so often
+    (`RecentPaused`: a scan reads every invocation Restate keeps), and from what Restate's invoker
+    holds (which, on Restate 1.7.12, still holds a call it paused after failed attempts, as here). The
+    calls a scan found are read again by id on every page, so a call resumed stops counting at once."""
+    await setup_lasting_quotes(scenario)
+    await scenario.configure()
+    clock = [0.0]
+    recent = RecentPaused(fresh_s=60.0, clock=lambda: clock[0])
+    client = RestateClient(operator_env["REPLENISHER_INGRESS_URL"], operator_env["REPLENISHER_ADMIN_URL"])
+    http = client.http
+
+    async def counted() -> list[str]:
+        return [p.id for p in (await client.troubled(recent)).paused if p.sku == scenario.sku]
+
+    try:
+        assert await counted() == [], "the first scan: nothing paused"
+        held = await paused_check(scenario, service, ingress, admin)
+        assert held not in await recent.ids(http), "the last scan is fresh: not made again"
+        clock[0] = 61.0
+
+        async def scanned() -> bool:
+            return held in await recent.ids(http)
+
+        await eventually(scanned, timeout=20, what="the next scan, made in the background, to find it")
+        assert await counted() == [held]
+        await resume(admin, held)
+
+        async def dropped() -> bool:
+            return await counted() == []
+
+        await eventually(dropped, timeout=20, what="the resumed call to stop counting")
+        assert held in await recent.ids(http), "no scan since: it was read by id and is no longer paused"
+    finally:
+        await recent.aclose()
+        await client.aclose()
+
+
 async def test_a_change_held_behind_a_paused_call_while_the_service_is_down_says_it_waits_for_the_resume(
-    cli: Cli, scenario: Scenario, service: RegisteredService, ingress: httpx.AsyncClient, admin: Admin
+    cli: Cli,
+    scenario: Scenario,
+    service: RegisteredService,
+    ingress: httpx.AsyncClient,
+    admin: Admin,
+    operator_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Both at once: the service down and a paused `check` holding the SKU. A `check` then runs
     when the paused one is resumed, not when the service is back: exit 6, not 5."""
@@ -547,6 +607,20 @@ async def test_a_change_held_behind_a_paused_call_while_the_service_is_down_says
         await eventually(
             lambda: refused_attempts(admin, f"SkuAgent/{scenario.sku}/status"), timeout=20, what="a refused read"
         )
+        # The console's reads find both from the invoker's own table and reads by id, not a scan of every
+        # invocation Restate keeps; and find the same as the scan they make when many are attempted.
+        client = RestateClient(operator_env["REPLENISHER_INGRESS_URL"], operator_env["REPLENISHER_ADMIN_URL"])
+        try:
+            by_id = (await client.health(), await client.troubled())
+            monkeypatch.setattr(attempting, "MOST_IDS", 0)
+            scanned = (await client.health(), await client.troubled())
+            monkeypatch.undo()
+        finally:
+            await client.aclose()
+        for health, found in (by_id, scanned):
+            assert health.service_down and health.waiting_invocations >= 1 and health.since is not None, health
+            assert [p.id for p in found.paused if p.sku == scenario.sku] == [held], found
+        assert by_id[0].since == scanned[0].since, (by_id[0], scanned[0])
         check = await cli("check", scenario.sku)
         assert check.code == 6, check
         assert "queued behind a paused call" in check.out and f"restate invocations resume {held}" in check.out

@@ -55,6 +55,7 @@ from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import NotFound, OperatorError, Refused, Unreachable
 from replenisher.operations.restate.health import Health, ServiceDown
 from replenisher.operations.restate.http import valid_sku
+from replenisher.operations.restate.paused import RecentPaused
 from replenisher.operations.settings_audit import record_settings_changes
 from replenisher.operations.sku_page import listed_page
 from replenisher.operations.spend import parsed_spend, spend
@@ -71,6 +72,10 @@ MAX_FORM_BYTES = 16_384
 MANAGER = "manager (console)"
 _TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 NO_STORE = {"cache-control": "no-store"}
+# The SKUs page's paused calls come from a scan of every invocation Restate keeps (seconds at 100,000
+# SKUs): this console makes it at most this often, in the background, and reads the calls it found by
+# id on every page (`paused.RecentPaused`). A call paused since shows within this and one scan's time.
+PAUSED_SCAN_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,7 @@ class Console:
         self._http: httpx.AsyncClient | None = None
         self._inbox: ManagerInbox | None = None
         self._catalogue: ErpCatalogue | None = None
+        self.recent_paused = RecentPaused(PAUSED_SCAN_SECONDS)
         # Sign-in, when the settings name the people (REPLENISHER_PEOPLE_FILE): the matrix is read
         # and checked now (a mistake stops the console), and again whenever the file changes.
         self.people: MatrixFile | None = None
@@ -197,6 +203,7 @@ class Console:
         try:
             yield
         finally:
+            await self.recent_paused.aclose()
             for client in (self._http, self._inbox, self._catalogue):
                 if client is not None:
                     await client.aclose()
@@ -535,7 +542,9 @@ class Console:
         found: SkuPage | None = None
         if seen.service_down is None:
             try:  # the SKU list: only the page is read, whatever the order, filter or number of SKUs
-                found, catalogue = await listed_page(seen.client, query, budget, now, self.catalogue)
+                found, catalogue = await listed_page(
+                    seen.client, query, budget, now, self.catalogue, self.recent_paused
+                )
             except ServiceDown:
                 found = None  # found down on the way: the agents' records from Restate's storage
         if found is None:
@@ -571,6 +580,7 @@ class Console:
         record = await seen.client.sku_status(valid_sku(sku))
         try:
             paused = await seen.client.paused_of(record)
+            self.recent_paused.saw(paused)
         except OperatorError:
             paused = []  # the page still shows what the agent holds
         catalogue = await self.catalogue.read({record.sku})

@@ -15,7 +15,7 @@ from replenisher.operations.catalogue import Catalogue, ErpCatalogue, ItemStock
 from replenisher.operations.overview import LastOutcome, SkuPage, SkuQuery, SkuRow, retrying_of
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.errors import OperatorError
-from replenisher.operations.restate.paused import PausedCall
+from replenisher.operations.restate.paused import PausedCall, RecentPaused
 from replenisher.operations.restate.sku_list import filled_page
 from replenisher.timeline.model import Invocation, Waiting
 
@@ -54,14 +54,20 @@ def row_of_entry(entry: ListEntry, stock: ItemStock | None, paused: list[PausedC
 
 
 async def listed_page(
-    client: RestateClient, query: SkuQuery, budget: float | None, now: float, erp: ErpCatalogue
+    client: RestateClient,
+    query: SkuQuery,
+    budget: float | None,
+    now: float,
+    erp: ErpCatalogue,
+    recent: RecentPaused | None = None,
 ) -> tuple[SkuPage, Catalogue]:
     """The query's page from the list (filled first if it is not), with its rows' figures and calls.
-    A page past the last is refused, saying how many there are."""
+    A page past the last is refused, saying how many there are. `recent`: the paused calls as a recent
+    scan found them (the console's), else they are scanned for."""
     offset = (query.page - 1) * query.per_page
     # Calls Restate paused and runs retrying a step: their SKUs count as failing, as on the page from the
-    # agents' records. One query for both, however many SKUs (it reads every invocation Restate keeps).
-    found = await client.troubled()
+    # agents' records, however many SKUs.
+    found = await client.troubled(recent)
     retrying = found.retrying
     paused: dict[str, list[PausedCall]] = {}
     for call in found.paused:

@@ -93,9 +93,9 @@ class RestateClient:
     async def paused(self, keys: list[str] | None = None) -> list[PausedCall]:
         return await paused.paused(self.http, keys)
 
-    async def troubled(self) -> paused.Troubled:
-        """Every paused call and every run retrying a step, in one query."""
-        return await paused.troubled(self.http)
+    async def troubled(self, recent: paused.RecentPaused | None = None) -> paused.Troubled:
+        """Every paused call (as `recent` last found them, when given) and every run retrying a step."""
+        return await paused.troubled(self.http, await recent.ids(self.http) if recent is not None else None)
 
     async def paused_of(self, record: SkuRecord) -> list[PausedCall]:
         """The paused calls of a SKU's agent, its active run and its recent runs."""

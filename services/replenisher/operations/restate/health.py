@@ -14,6 +14,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from replenisher.loop import names
+from replenisher.operations.restate import attempting
 from replenisher.operations.restate.errors import OperatorError
 from replenisher.operations.restate.http import RestateHttp, among, literal
 from replenisher.timeline.build import is_outage_text
@@ -87,11 +88,9 @@ async def health(
     them say so, and since when (their first refused attempt of this outage). `ours`: the
     target and start of a call of our own, which is not counted as evidence. `silent`: how
     the deployment itself is asked when nothing is in flight (`deployment_silent` by default)."""
-    rows = await http.sql(
-        "SELECT id, target, created_at, last_failure, last_failure_error_code, next_retry_at FROM sys_invocation "
-        f"WHERE status = 'backing-off' AND target_service_name IN {among(AGENTS)}"
-    )
-    all_refused = [r for r in rows if is_outage_text(r.get("last_failure_error_code"), r.get("last_failure"))]
+    all_refused = [
+        r for r in await _backing_off(http) if is_outage_text(r.get("last_failure_error_code"), r.get("last_failure"))
+    ]
     mine = [r for r in all_refused if ours is not None and _is_ours(r, *ours)]
     refused = [r for r in all_refused if r not in mine]
     if not refused:
@@ -128,6 +127,24 @@ async def health(
         waiting_invocations=len(refused),
         next_attempt_at=min(nexts) if nexts else None,
     )
+
+
+async def _backing_off(http: RestateHttp) -> list[Row]:
+    """The agents' and runs' invocations backing off, found in the invoker's own table (small): those
+    refused are read by id. Only when many are refused (an outage at many SKUs) is every invocation
+    Restate keeps read, as one scan (`attempting`)."""
+    columns = (
+        "id, target, target_service_name, status, created_at, last_failure, last_failure_error_code, next_retry_at"
+    )
+    held = await attempting.attempted(http, attempting.BACKING_OFF)
+    ids = [str(r["id"]) for r in held if is_outage_text(r.get("last_failure_error_code"), r.get("last_failure"))]
+    rows = await attempting.by_ids(http, columns, ids) if ids else []
+    if rows is None:
+        rows = await http.sql(
+            f"SELECT {columns} FROM sys_invocation "
+            f"WHERE status = 'backing-off' AND target_service_name IN {among(AGENTS)}"
+        )
+    return [r for r in rows if r.get("status") == "backing-off" and r.get("target_service_name") in AGENTS]
 
 
 async def deployment_silent(http: RestateHttp) -> str | None:

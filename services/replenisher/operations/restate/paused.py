@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
 from pydantic import BaseModel, Field
 
 from replenisher.domain.sku import SkuRecord, split_run_id
 from replenisher.loop import names
+from replenisher.operations.restate import attempting
 from replenisher.operations.restate.errors import OperatorError
 from replenisher.operations.restate.health import OURS
 from replenisher.operations.restate.http import RestateHttp, among, literal
@@ -123,20 +129,52 @@ class Troubled(BaseModel):
     )
 
 
-async def troubled(http: RestateHttp) -> Troubled:
-    """`paused()` and the runs retrying a step, in one query: each query over `sys_invocation` reads every
-    invocation Restate keeps, whatever it filters on (`make bench-state-scan`)."""
-    run = f"target_service_name = {literal(names.REPLENISH)} AND target_handler_name = {literal(names.RUN)}"
+TROUBLED_COLUMNS = (
+    "id, target, target_service_name, target_handler_name, target_service_key, status, created_at, completed_at, "
+    "modified_at, retry_count, last_failure, last_failure_error_code, last_failure_related_command_name, "
+    "last_start_at, next_retry_at"
+)
+
+
+async def paused_ids(http: RestateHttp) -> list[str]:
+    """The ids of every call of ours Restate paused: one scan of every invocation it keeps, whatever
+    the filter (a paused call is in no smaller table), of their ids alone."""
     rows = await http.sql(
-        "SELECT id, target, target_service_key, status, created_at, completed_at, modified_at, retry_count, "
-        "last_failure, last_failure_error_code, last_failure_related_command_name, last_start_at, next_retry_at "
-        f"FROM sys_invocation WHERE (status = 'paused' AND target_service_name IN {among(OURS)}) "
-        f"OR ({run} AND (status = 'backing-off' OR (status = 'running' AND retry_count > 1 "
-        "AND last_failure IS NOT NULL))) ORDER BY modified_at"
+        f"SELECT id FROM sys_invocation WHERE status = 'paused' AND target_service_name IN {among(OURS)}"
     )
+    return [str(r["id"]) for r in rows]
+
+
+async def troubled(http: RestateHttp, seen_paused: list[str] | None = None) -> Troubled:
+    """`paused()` and the runs retrying a step. The runs retrying are found in the invoker's own table
+    and read by id (`attempting`). The paused calls are `paused_ids()`, or `seen_paused` when given (a
+    recent scan's, `RecentPaused`): read by id again, so a call resumed since is not counted."""
+    paused = seen_paused if seen_paused is not None else await paused_ids(http)
+    held = await attempting.attempted(
+        http, f"({attempting.BACKING_OFF}) OR ({attempting.RETRYING_IN_FLIGHT})", columns="id"
+    )
+    ids = [*paused, *(str(r["id"]) for r in held)]
+    rows = await attempting.by_ids(http, TROUBLED_COLUMNS, ids) if ids else []
+    if rows is None:
+        run = f"target_service_name = {literal(names.REPLENISH)} AND target_handler_name = {literal(names.RUN)}"
+        rows = await http.sql(
+            f"SELECT {TROUBLED_COLUMNS} FROM sys_invocation WHERE (status = 'paused' AND target_service_name IN "
+            f"{among(OURS)}) OR ({run} AND (status = 'backing-off' OR status = 'running'))"
+        )
+    rows.sort(key=lambda r: epoch(r.get("modified_at")) or 0.0)
     return Troubled(
-        paused=[_paused_call(r) for r in rows if r.get("status") == "paused"],
-        retrying={str(r["target_service_key"]): invocation(r) for r in rows if r.get("status") != "paused"},
+        paused=[_paused_call(r) for r in rows if r.get("status") == "paused" and r.get("target_service_name") in OURS],
+        retrying={str(r["target_service_key"]): invocation(r) for r in rows if _retrying_run(r)},
+    )
+
+
+def _retrying_run(r: Row) -> bool:
+    """A run backing off, or running again after failed attempts."""
+    if r.get("target_service_name") != names.REPLENISH or r.get("target_handler_name") != names.RUN:
+        return False
+    retries = int(r.get("retry_count") or 0)
+    return r.get("status") == "backing-off" or (
+        r.get("status") == "running" and retries > 1 and r.get("last_failure") is not None
     )
 
 
@@ -150,3 +188,48 @@ async def paused_holding(http: RestateHttp, path: str) -> PausedCall | None:
     except OperatorError:
         return None
     return next((p for p in found if p.holds_sku), None)
+
+
+class RecentPaused:
+    """The paused calls' ids as a recent scan found them, for a process that shows many pages (the
+    console): scanned for its first page, then again in the background once `fresh_s` old, while the
+    pages go on with the last scan's. A call resumed since is dropped by `troubled`'s read by id at
+    once; one paused since shows after the next scan, `fresh_s` and a scan's time later at most."""
+
+    def __init__(self, fresh_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.fresh_s = fresh_s
+        self.clock = clock
+        self._ids: list[str] | None = None
+        self._at = 0.0
+        self._scan: asyncio.Task[None] | None = None
+
+    async def ids(self, http: RestateHttp) -> list[str]:
+        if self._ids is None:
+            await self._rescan(http)
+        elif self.clock() - self._at >= self.fresh_s and (self._scan is None or self._scan.done()):
+            self._scan = asyncio.create_task(self._rescan(http))
+            self._scan.add_done_callback(_quiet)
+        assert self._ids is not None
+        return self._ids
+
+    def saw(self, calls: list[PausedCall]) -> None:
+        """Paused calls a page found by itself (a SKU's own page reads its calls by key): counted from now
+        on, not from the next scan."""
+        if self._ids is not None:
+            self._ids = list(dict.fromkeys([*self._ids, *(call.id for call in calls)]))
+
+    async def _rescan(self, http: RestateHttp) -> None:
+        at = self.clock()
+        self._ids, self._at = await paused_ids(http), at
+
+    async def aclose(self) -> None:
+        if self._scan is not None and not self._scan.done():
+            self._scan.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._scan
+
+
+def _quiet(task: asyncio.Task[None]) -> None:
+    """A background scan that failed leaves the last scan's ids in use; the next page tries again."""
+    if not task.cancelled():
+        task.exception()
