@@ -76,6 +76,7 @@ from replenisher.operations.catalogue import ErpCatalogue
 from replenisher.operations.overview import SkuQuery, page_of, sku_rows
 from replenisher.operations.restate.client import RestateClient
 from replenisher.operations.restate.http import RestateHttp
+from replenisher.operations.restate.paused import RecentPaused, paused_ids
 from replenisher.operations.restate.sku_list import read_list
 from replenisher.operations.sku_page import listed_page
 from replenisher.stack.ports import free_port
@@ -359,9 +360,9 @@ async def rows_breakdown(stack: OwnStack) -> JSON:
 async def list_breakdown(stack: OwnStack) -> JSON:
     """Where the console's /skus time goes now that it reads the SKU list (`operations.sku_page`), each
     read on its own in this process: the check whether the service is down (every console page makes
-    it), the paused calls and the retrying runs (one SQL query over Restate's invocations), the
-    list's first page (every shard at once, by key), the ERP's figures for its SKUs, and the whole
-    page built as the console builds it."""
+    it), the scan for paused calls (the console makes it at most every 30 s), the paused calls read by
+    id with the runs retrying a step, the list's first page (every shard at once, by key), the ERP's
+    figures for its SKUs, and the whole page built as the console builds it, and with the scan."""
     async with httpx.AsyncClient(timeout=600) as http:
         client = RestateClient(stack.restate.ingress_url, stack.restate.admin_url, http)
         erp = ErpCatalogue(stack.world.url, http)
@@ -374,11 +375,16 @@ async def list_breakdown(stack: OwnStack) -> JSON:
             return value
 
         await timed("health_ms", client.health())
-        await timed("paused_and_retrying_ms", client.troubled())
+        await timed("paused_scan_ms", paused_ids(client.http))
+        recent = RecentPaused(fresh_s=3600.0)
+        await recent.ids(client.http)
+        await timed("paused_by_id_and_retrying_ms", client.troubled(recent))
         query = ShardQuery(now=time.time(), upto=0)
         first = await timed("list_page_ms", read_list(client, query, 0, SkuQuery().per_page))
         await timed("erp_page_ms", erp.read_page([e.sku for e in first.entries]))
-        await timed("whole_page_ms", listed_page(client, SkuQuery(), None, time.time(), erp))
+        await timed("whole_page_ms", listed_page(client, SkuQuery(), None, time.time(), erp, recent))
+        await timed("whole_page_scanning_ms", listed_page(client, SkuQuery(), None, time.time(), erp))
+        await recent.aclose()
         return parts | {"rows": len(first.entries), "total": first.total, "filled": first.filled}
 
 

@@ -49,6 +49,8 @@ def test_the_smoke_plan_runs_end_to_end_and_ends_with_a_well_formed_scale_line(t
     # The pages came from the SKU list: every agent the bench watched put its entry there, and the list is filled.
     listed = run["lists"]["list_breakdown"]
     assert (listed["total"], listed["filled"]) == (SMOKE.sizes[0], True), listed
+    parts = ("health_ms", "paused_scan_ms", "paused_by_id_and_retrying_ms", "whole_page_ms", "whole_page_scanning_ms")
+    assert all(listed[part] > 0 for part in parts), listed
     assert set(run["cpu_ms_per_tick"]) == {"engine", "service", "world"}
     assert run["memory_mb"]["engine"]["pss_mb"] > 0
 
