@@ -21,9 +21,10 @@ import asyncio
 from replenisher.operations.restate.http import RestateHttp, among
 from replenisher.timeline.journal import Row
 
-# Restate 1.7.12 reads `id IN (...)` by key, about half a millisecond an id, however many invocations
-# it keeps: ten take 5 ms, a hundred 50 ms (`make bench-state-scan`: few_by_id, many_by_id). So reads
-# of ten, a few at once:
+# Restate 1.7.12 reads `id IN (...)` by key: ten ids in about 5 ms however many invocations it keeps,
+# a hundred in about 50 (`make bench-state-scan`: few_by_id, many_by_id). Either sometimes takes some
+# 40 ms more, which does not grow with the store: a delay of the HTTP exchange, not of the read. So
+# reads of ten, a few at once:
 IDS_PER_READ = 10
 READS_AT_ONCE = 4
 # Past this many ids (a long outage at many SKUs) the reads add up to more than one scan of a small
