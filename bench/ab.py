@@ -4,7 +4,11 @@ rounds and the closing lines. Plain arithmetic, importable without the bench's m
 from __future__ import annotations
 
 import argparse
+import io
 import statistics
+import subprocess
+import tarfile
+from pathlib import Path
 from typing import Any
 
 Rows = list[dict[str, Any]]
@@ -80,3 +84,23 @@ def closing_lines(prefix: str, first: Named, second: Named, over: str) -> None:
     if first[1] and "wake_cpu_ms" in first[1][0]:
         print(wake_comparison(prefix, first, second, over), flush=True)
     print(comparison(prefix, first, second, over), flush=True)
+
+
+def unpack(rev: str, into: Path, repo: Path) -> str:
+    """The tree of commit `rev` of the git repository `repo`, unpacked into `into` (`bench.versions`'s
+    sides); its full commit id. A name that is no commit there stops the run with a clear message."""
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if found.returncode != 0:
+        raise SystemExit(f"bench.versions: {rev!r} names no commit in {repo}")
+    commit = found.stdout.strip()
+    archive = subprocess.run(["git", "archive", commit], cwd=repo, capture_output=True, check=True).stdout
+    into.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return commit

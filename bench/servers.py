@@ -52,13 +52,20 @@ async def one_round(
     tag: str,
     engine_env: Mapping[str, str] | None = None,
     wakes: int = 0,
+    source: Path | None = None,
 ) -> JSON:
     """One fresh system (new data dir) with the service on `server` and restate-server given
     `engine_env` on top of `restate.toml`: warmed up, then `count` replenishments measured.
     With `wakes`, that many suspended runs of `WAKE_STEPS` journaled steps are then woken one
     by one (the main bench's cold wake): the engine suspends idle runs after a second for it."""
     os.environ[SERVER_SETTING] = server
-    system = Ours(workdir, name=f"servers-{tag}", engine_env=engine_env, inactivity_timeout="1s" if wakes else None)
+    system = Ours(
+        workdir,
+        name=f"servers-{tag}",
+        engine_env=engine_env,
+        inactivity_timeout="1s" if wakes else None,
+        source=source,
+    )
     try:
         system.start()
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -77,6 +84,9 @@ async def one_round(
         "cpu_ms": round(cpu["service"] + cpu["engine"], 3),
         "per_s": level["per_s"],
         "p50_ms": level["latency"]["p50_ms"],
+        # What Restate kept of them: which code ran shows here when the sides journal differently.
+        "invocations": level.get("invocations_per_replenishment"),
+        "journal_entries": level.get("journal_entries_per_replenishment"),
     }
     if woken is not None:
         wake_cpu = woken["cpu_ms_per_op"]
@@ -90,12 +100,14 @@ async def one_round(
 
 @dataclass(frozen=True)
 class Side:
-    """One side of an A/B run: what its rounds are called, its service's server, and the
-    restate-server settings it is given on top of `restate.toml`."""
+    """One side of an A/B run: what its rounds are called, its service's server, the
+    restate-server settings it is given on top of `restate.toml`, and the checkout whose
+    service it runs (None: this one)."""
 
     label: str
     server: Server
     engine_env: Mapping[str, str] = field(default_factory=dict)
+    source: Path | None = None
 
 
 async def alternate(
@@ -110,10 +122,14 @@ async def alternate(
         for i in range(rounds):
             for n, side in enumerate(sides):
                 say(f"round {i + 1} of {rounds}: {side.label}, {count} replenishments at concurrency {concurrency}")
-                figures = await one_round(side.server, workdir, concurrency, count, f"{n}-{i}", side.engine_env, wakes)
+                figures = await one_round(
+                    side.server, workdir, concurrency, count, f"{n}-{i}", side.engine_env, wakes, side.source
+                )
                 say(
                     f"  {side.label}: service {figures['service_ms']:.1f} ms + engine {figures['engine_ms']:.1f} ms "
-                    f"of CPU per replenishment, {figures['per_s']}/s, p50 {figures['p50_ms']:.0f} ms"
+                    f"of CPU per replenishment, {figures['per_s']}/s, p50 {figures['p50_ms']:.0f} ms; "
+                    f"kept per replenishment: {figures['invocations']} invocations, "
+                    f"{figures['journal_entries']} journal entries"
                 )
                 if wakes:
                     say(

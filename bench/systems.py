@@ -146,10 +146,14 @@ class Ours(System):
         inactivity_timeout: str | None = None,
         name: str | None = None,
         engine_env: Mapping[str, str] | None = None,
+        source: Path | None = None,
     ) -> None:
         if name:
             self.name = name
         self.inactivity_timeout = inactivity_timeout
+        # Another checkout of the project whose service (and bench wrapper) to run instead of
+        # this one's, for A/B rounds between commits (`bench.versions`); the world stays this one's.
+        self.source = source
         # restate-server settings over `restate.toml` (RESTATE_* variables), for A/B rounds.
         self.engine_env = dict(engine_env or {})
         if inactivity_timeout:
@@ -178,6 +182,9 @@ class Ours(System):
             "REPLENISHER_REPLY_WAIT_DAYS": f"{WAITS.supplier_reply:g}",
             **self.decider_env(),
         }
+        if self.source is not None:
+            # Ahead of the editable install's path; the wrapper comes from the working directory.
+            service_env["PYTHONPATH"] = f"{self.source / 'services'}:{self.source}"
         self.service = AsgiApp(
             "bench.peers.restate_app:create_app()",
             free_port(),
@@ -185,6 +192,7 @@ class Ours(System):
             name="replenisher",
             log_path=self.workdir / "replenisher.log",
             server=service_server(),
+            cwd=self.source,
         )
         self.service.start()
         self.service.wait_ready()

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import bench.report
 import pytest
+from bench.ab import unpack
 from bench.model_calls import RunCount, lines, per_replenishment
 from bench.plan import FULL, QUICK
 from bench.report import END, PAGE, PEERS, START, idle_sizes_lines, page_table, summary_line, table, write_page
@@ -498,3 +500,17 @@ def test_cpu_grown_counts_new_processes_whole_and_drops_ended_ones() -> None:
     before = {1: 10.0, 2: 5.0, 3: 1.0}
     after = {1: 10.5, 3: 1.25, 4: 2.0}  # 2 ended (a connection of the old worker), 4 began
     assert cpu_grown(before, after) == pytest.approx(0.5 + 0.25 + 2.0)
+
+
+def test_an_ab_side_is_the_commits_tree_and_a_bad_name_stops_the_run_clearly(tmp_path: Path) -> None:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    commit = unpack("HEAD", tmp_path / "head", REPO_ROOT)
+    assert commit == head.stdout.strip()
+    shown = subprocess.run(
+        ["git", "show", "HEAD:services/replenisher/durable/app.py"], cwd=REPO_ROOT, capture_output=True, check=True
+    )
+    assert (tmp_path / "head" / "services" / "replenisher" / "durable" / "app.py").read_bytes() == shown.stdout
+    assert (tmp_path / "head" / "bench" / "peers" / "restate_app.py").is_file()
+    with pytest.raises(SystemExit, match="'no-such-commit' names no commit in"):
+        unpack("no-such-commit", tmp_path / "bad", REPO_ROOT)
+    assert not (tmp_path / "bad").exists()

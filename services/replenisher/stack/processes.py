@@ -514,6 +514,7 @@ class AsgiApp(ManagedProcess):
         server: Server = "hypercorn",
         tls: TlsFiles | None = None,
         workers: int = 1,
+        cwd: Path | None = None,
     ) -> None:
         self.app = app
         self.workers = workers
@@ -528,6 +529,7 @@ class AsgiApp(ManagedProcess):
             label,
             argv,
             env={"PYTHONUNBUFFERED": "1", **(env or {})},
+            cwd=cwd,
             log_path=log_path or Path(".stack") / "logs" / f"{label}.log",
             stop_signal=signal.SIGINT,
             ports={label: port},
