@@ -4,12 +4,13 @@ the run hold, read from the list alone."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import pytest
 
-from e2e.scenario import Scenario
+from e2e.scenario import Scenario, ok
 from replenisher.domain.sku_list import ListEntry, ShardQuery
 from replenisher.operations.restate.http import RestateHttp
 from replenisher.operations.restate.sku_list import list_page
@@ -59,3 +60,63 @@ async def test_a_run_waiting_for_the_manager_shows_on_the_list_and_its_end_clear
         "one put as the check started the run, one at its end: none for what the list does not show"
     )
     assert await entry_of(scenario.ingress, scenario.sku, waiting="nobody") is not None
+
+
+async def _list_sends(admin: Any, run_id: str) -> list[str]:
+    """The handlers of `SkuList` the run's journal sent to, in order (read by the run's invocation id:
+    a join that renders `entry_json` makes Restate render every journal entry it holds)."""
+    found = await admin.asql(f"SELECT id FROM sys_invocation WHERE target = 'Replenish/{run_id}/run'")
+    assert len(found) == 1, found
+    rows = await admin.asql(
+        f"SELECT entry_lite_json FROM sys_journal WHERE id = '{found[0]['id']}' "
+        "AND entry_type = 'Command: OneWayCall' ORDER BY index"
+    )
+    targets = [json.loads(r["entry_lite_json"])["Command"]["OneWayCall"]["invocation_target"] for r in rows]
+    objects = [t["VirtualObject"] for t in targets if "VirtualObject" in t]
+    return [o["handler"] for o in objects if o["name"] == "SkuList"]
+
+
+async def test_a_replenishment_tells_the_list_each_wait_once_and_its_end_hides_the_last(
+    scenario: Scenario, admin: Any
+) -> None:
+    # Three waits (the manager, the supplier's reply, the goods): each put on the list when it begins; a
+    # wait's end is not sent on its own, as the next wait replaces it and the run's end hides it.
+    await scenario.setup()
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    await scenario.decide(request["po_number"], approved=True)
+    assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+    assert await _list_sends(admin, run_id) == ["put_wait"] * 3
+
+    async def ended() -> ListEntry | None:
+        found = await entry_of(scenario.ingress, scenario.sku)
+        return found if found is not None and found.outcome == "received" else None
+
+    done = await eventually(ended, timeout=30, what="the run's end on the list")
+    assert (done.active_run, done.waiting_tool, done.asked_price) == (None, None, None)
+    assert await entry_of(scenario.ingress, scenario.sku, waiting="nobody") is not None
+    assert await entry_of(scenario.ingress, scenario.sku, waiting="supplier") is None
+
+
+async def test_a_wait_that_ended_leaves_the_list_before_the_run_rests_in_a_delay(
+    scenario: Scenario, admin: Any
+) -> None:
+    # The order is taken but its answer lost, then the supplier stays away: the run checks the
+    # order's status, and after each failed check rests a while (1, 2, 4, ... days) before the next.
+    await scenario.setup()
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    await scenario.fault(lose_reply_calls=1, down_after_order_calls=100_000)
+    await scenario.decide(request["po_number"], approved=True)
+
+    async def resting() -> ListEntry | None:
+        found = await entry_of(scenario.ingress, scenario.sku, waiting="nobody")
+        return found if found is not None and found.active_run == run_id else None
+
+    entry = await eventually(resting, timeout=60, what="the run active and waiting for nobody on the list")
+    assert (entry.waiting_tool, entry.asked_price, entry.outcome) == (None, None, None)
+    # Told once it began, and its end once, before the delay.
+    assert await _list_sends(admin, run_id) == ["put_wait", "put_wait"]
+    view = await scenario.run_view(run_id)
+    assert view["waiting"] is None and view["state"]["failed_status_checks"] >= 1
+    ok(await scenario.world.delete(f"/faults/suppliers/{scenario.supplier}"))

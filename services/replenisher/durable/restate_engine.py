@@ -48,7 +48,7 @@ from replenisher.durable.spool import CallSpool
 from replenisher.durable.steps import retry_options, timed_step
 from replenisher.loop import names
 from replenisher.loop.engine import Effect, RunStopped, StepFailed
-from replenisher.loop.patches import LIST_WAITS, Stamp, here
+from replenisher.loop.patches import LIST_WAIT_ENDS, LIST_WAITS, Stamp, here
 from replenisher.loop.request import CurrentWait
 from replenisher.wiring import wiring
 
@@ -105,6 +105,8 @@ class RestateEngine:
         self._list_told = 0
         self._list_since: float | None = None
         self._asked: tuple[float | None, str | None] = (None, None)
+        # A wait ended that the list still shows: told before a delay, else replaced or hidden (`show_wait`).
+        self._end_untold = False
         self._pending: dict[str, RestateDurableFuture[bytes]] = {}
         # The last clock reading, while nothing durable has happened since (see `now`); at the
         # start, the one the run was started with (journaled by the SKU, in the run's input).
@@ -203,6 +205,7 @@ class RestateEngine:
     async def sleep(self, name: str, seconds: float) -> None:
         self._time = None
         with _stops():
+            self._tell_untold_end()
             await self.ctx.sleep(timedelta(seconds=seconds), name=name)
 
     async def receive(self, event: EventKind, seq: int, timeout: float | None) -> bytes | None:  # noqa: ASYNC109
@@ -266,8 +269,21 @@ class RestateEngine:
                 self.ctx.clear(names.WAITING)
             else:
                 self.ctx.set(names.WAITING, wait)
-            if self.patched(LIST_WAITS):
-                self._tell_list(wait)
+            if not self.patched(LIST_WAITS):
+                return
+            if wait is None and self.patched(LIST_WAIT_ENDS):
+                # Not sent now: the run's next wait replaces it on the list, its end hides it (the
+                # agent's put then names no active run), and a delay sends it first (`sleep`). Until
+                # then the list shows the wait through the steps in between: a decision and a call.
+                self._end_untold = True
+                return
+            self._end_untold = False
+            self._tell_list(wait)
+
+    def _tell_untold_end(self) -> None:
+        if self._end_untold:
+            self._end_untold = False
+            self._tell_list(None)
 
     def _tell_list(self, wait: CurrentWait | None) -> None:
         """The run's wait on its SKU's entry of the list, when it is another wait than the list heard of,
