@@ -35,6 +35,8 @@
 #                     ends with `loglet: replicated_cpu_ms=A local_cpu_ms=B cpu_ratio=Rx ...`
 #   make bench-servers    the service on hypercorn and on granian, back to back (minutes); ends with
 #                     `servers: hypercorn_cpu_ms=H granian_cpu_ms=G cpu_ratio=Rx ... throughput_ratio=Tx`
+#   make bench-versions BASE=REV  our service at commit REV and as this checkout is, back to back (minutes); ends with
+#                     `versions: base_cpu_ms=B head_cpu_ms=H cpu_ratio=Rx ... throughput_ratio=Tx`
 #   make bench-model-calls  only model calls per replenishment, Claude decider over the stand-in API (seconds);
 #                     writes bench/results/partial/model_calls.json (the full runs put it in results.json)
 #   make bench-scale  N watched SKUs ticking for three business days on a compressed clock (PLAN=full: N = 1,000,
@@ -95,7 +97,7 @@ endif
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: setup restate test-deps demo test test-hypercorn soak injection evals up down restart-service status console screenshots docs lint clean \
-	bench bench-quick bench-setup bench-model-calls bench-servers bench-partitions bench-loglet bench-scale bench-scale-quick bench-state-scan bench-engine-memory bench-receive bench-list \
+	bench bench-quick bench-setup bench-model-calls bench-servers bench-versions bench-partitions bench-loglet bench-scale bench-scale-quick bench-state-scan bench-engine-memory bench-receive bench-list \
 	cluster-test lambda-test test-repeat test-durations upgrade-check upgrade-corpus
 
 setup: $(INSTALLED) restate
@@ -258,6 +260,11 @@ bench-quick: bench-setup
 # The service on hypercorn and on granian, back to back: CPU per replenishment and throughput.
 bench-servers: $(BENCH_INSTALLED) restate
 	$(BIN)/python -m bench.servers
+
+# A change against the commit before it (or any two commits): CPU per replenishment and throughput.
+bench-versions: $(BENCH_INSTALLED) restate
+	@test -n "$(BASE)" || { echo "make bench-versions needs BASE=<commit>, e.g. BASE=HEAD~1"; exit 2; }
+	$(BIN)/python -m bench.versions --base "$(BASE)"
 
 bench-partitions: $(BENCH_INSTALLED) restate
 	$(BIN)/python -m bench.partitions

@@ -62,18 +62,31 @@ async def test_a_run_waiting_for_the_manager_shows_on_the_list_and_its_end_clear
     assert await entry_of(scenario.ingress, scenario.sku, waiting="nobody") is not None
 
 
-async def _list_sends(admin: Any, run_id: str) -> list[str]:
-    """The handlers of `SkuList` the run's journal sent to, in order (read by the run's invocation id:
-    a join that renders `entry_json` makes Restate render every journal entry it holds)."""
+async def _commands(admin: Any, run_id: str) -> list[str]:
+    """The run's journaled steps (their names) and sends to the SKU list (`SkuList/<handler>`), in order.
+    Read by the run's invocation id: a join that renders `entry_json` makes Restate render every
+    journal entry it holds."""
     found = await admin.asql(f"SELECT id FROM sys_invocation WHERE target = 'Replenish/{run_id}/run'")
     assert len(found) == 1, found
     rows = await admin.asql(
-        f"SELECT entry_lite_json FROM sys_journal WHERE id = '{found[0]['id']}' "
-        "AND entry_type = 'Command: OneWayCall' ORDER BY index"
+        f"SELECT entry_type, name, entry_lite_json FROM sys_journal WHERE id = '{found[0]['id']}' "
+        "AND entry_type IN ('Command: Run', 'Command: OneWayCall') ORDER BY index"
     )
-    targets = [json.loads(r["entry_lite_json"])["Command"]["OneWayCall"]["invocation_target"] for r in rows]
-    objects = [t["VirtualObject"] for t in targets if "VirtualObject" in t]
-    return [o["handler"] for o in objects if o["name"] == "SkuList"]
+    commands = []
+    for row in rows:
+        if row["entry_type"] == "Command: Run":
+            commands.append(row.get("name") or "")
+            continue
+        target = json.loads(row["entry_lite_json"])["Command"]["OneWayCall"]["invocation_target"]
+        called = target.get("VirtualObject", {})
+        if called.get("name") == "SkuList":
+            commands.append(f"SkuList/{called['handler']}")
+    return commands
+
+
+async def _list_sends(admin: Any, run_id: str) -> list[str]:
+    """The handlers of `SkuList` the run's journal sent to, in order."""
+    return [c.removeprefix("SkuList/") for c in await _commands(admin, run_id) if c.startswith("SkuList/")]
 
 
 async def test_a_replenishment_tells_the_list_each_wait_once_and_its_end_hides_the_last(
@@ -120,3 +133,25 @@ async def test_a_wait_that_ended_leaves_the_list_before_the_run_rests_in_a_delay
     view = await scenario.run_view(run_id)
     assert view["waiting"] is None and view["state"]["failed_status_checks"] >= 1
     ok(await scenario.world.delete(f"/faults/suppliers/{scenario.supplier}"))
+
+
+async def test_a_wait_that_ended_leaves_the_list_once_a_step_fails_after_its_retries(
+    scenario: Scenario, admin: Any
+) -> None:
+    # Every attempt of the order fails (the supplier down), so the step fails after its retries: the
+    # approval's end is told then, not left on the list through the steps that follow.
+    await scenario.setup()
+    run_id = (await scenario.check())["started"]
+    request = await scenario.pending_approval()
+    await scenario.fault(down_calls=4)
+    await scenario.decide(request["po_number"], approved=True)
+    assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
+
+    commands = await _commands(admin, run_id)
+    placed = [i for i, c in enumerate(commands) if c.startswith("place_order")]
+    assert len(placed) == 2, commands  # the failed order, and the one placed again after the check
+    # The approval's wait, its end right after the failed order, then the supplier's reply and the goods.
+    assert commands[placed[0] + 1] == "SkuList/put_wait", commands
+    assert await _list_sends(admin, run_id) == ["put_wait"] * 4
+    turns = [(t["tool"], t["summary"]) for t in (await scenario.run_view(run_id))["state"]["history"]]
+    assert "may exist" in next(summary for tool, summary in turns if tool == "place_order")

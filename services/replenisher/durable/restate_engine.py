@@ -105,7 +105,8 @@ class RestateEngine:
         self._list_told = 0
         self._list_since: float | None = None
         self._asked: tuple[float | None, str | None] = (None, None)
-        # A wait ended that the list still shows: told before a delay, else replaced or hidden (`show_wait`).
+        # A wait ended that the list still shows: told before a delay or after a failed step, else
+        # replaced or hidden (`show_wait`).
         self._end_untold = False
         self._pending: dict[str, RestateDurableFuture[bytes]] = {}
         # The last clock reading, while nothing durable has happened since (see `now`); at the
@@ -179,6 +180,7 @@ class RestateEngine:
         except TerminalError as e:
             if spool:
                 spool.done(invocation, name)
+            self._tell_untold_end()  # its retries spent: the run goes on, perhaps to a slow fallback
             raise DeciderUnavailable(e.message) from e
         # Journaled now (or replayed from the journal): the spool has nothing more to tell.
         if spool:
@@ -196,6 +198,8 @@ class RestateEngine:
         try:
             timed = await timed_step(self.ctx, name, effect.result, effect.run, self.world, stamp=self._here)
         except TerminalError as e:
+            # Its retries spent (up to about a minute): an ended wait the list still shows goes now.
+            self._tell_untold_end()
             raise StepFailed(e.message) from e
         # The clock as the step ended, journaled with its result: the run's next reading; and the code that ran it.
         self._time = timed.at
@@ -204,8 +208,8 @@ class RestateEngine:
 
     async def sleep(self, name: str, seconds: float) -> None:
         self._time = None
+        self._tell_untold_end()
         with _stops():
-            self._tell_untold_end()
             await self.ctx.sleep(timedelta(seconds=seconds), name=name)
 
     async def receive(self, event: EventKind, seq: int, timeout: float | None) -> bytes | None:  # noqa: ASYNC109
@@ -273,8 +277,9 @@ class RestateEngine:
                 return
             if wait is None and self.patched(LIST_WAIT_ENDS):
                 # Not sent now: the run's next wait replaces it on the list, its end hides it (the
-                # agent's put then names no active run), and a delay sends it first (`sleep`). Until
-                # then the list shows the wait through the steps in between: a decision and a call.
+                # agent's put then names no active run), and a delay or a decision or step that
+                # failed after its retries sends it first. Until then the list shows the wait through
+                # the steps in between: a decision and a call, each at most its retries long.
                 self._end_untold = True
                 return
             self._end_untold = False
@@ -283,7 +288,8 @@ class RestateEngine:
     def _tell_untold_end(self) -> None:
         if self._end_untold:
             self._end_untold = False
-            self._tell_list(None)
+            with _stops():  # a send refused (the call cancelled) stops the run, as any refused entry does
+                self._tell_list(None)
 
     def _tell_list(self, wait: CurrentWait | None) -> None:
         """The run's wait on its SKU's entry of the list, when it is another wait than the list heard of,

@@ -41,9 +41,9 @@ LIST_WAIT_ENDS = "list-wait-ends"
 PATCHES: dict[str, str] = {
     LIST_WAITS: "a run puts each wait it enters and leaves on its SKU's entry of the SKU list "
     "(`SkuList/put_wait`, a one-way send after the wait's state is set; since 0.14)",
-    LIST_WAIT_ENDS: "a wait's end is put on the list only before a delay: the run's next wait replaces it, "
-    "and its end hides it (the agent's put says no run is active); three sends fewer per replenishment "
-    "(since 0.15)",
+    LIST_WAIT_ENDS: "a wait's end is put on the list only before a delay or after a decision or step that "
+    "failed its retries: the run's next wait replaces it, and its end hides it (the agent's put says no run "
+    "is active); three sends fewer per replenishment (since 0.15)",
 }
 """Every patch this code knows, by name: what its new branch changes (and since which version)."""
 
