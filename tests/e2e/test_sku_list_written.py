@@ -129,8 +129,11 @@ async def test_a_run_kept_from_its_supplier_shows_on_the_list_as_active_and_wait
     run_id = await _approved(scenario, lose_reply_calls=1, down_after_order_calls=100_000)
 
     async def resting() -> ListEntry | None:
+        # Waiting for nobody *after* a wait of this run: the list shows nobody too before the run's first
+        # wait reaches it (the send is one-way), and a later word of the run's waits always wins.
         found = await entry_of(scenario.ingress, scenario.sku, waiting="nobody")
-        return found if found is not None and found.active_run == run_id else None
+        heard = found is not None and found.active_run == run_id and found.wait_run is not None
+        return found if heard else None
 
     entry = await eventually(resting, timeout=60, what="the run active and waiting for nobody on the list")
     assert (entry.waiting_tool, entry.asked_price, entry.outcome) == (None, None, None)
