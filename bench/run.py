@@ -146,7 +146,8 @@ async def measure(system: System, plan: Plan) -> dict[str, Any]:
                 say(f"    {level['per_s']}/s, p50 {level['latency']['p50_ms']} ms, p99 {level['latency']['p99_ms']} ms")
                 if "journal_entries_per_replenishment" in level:
                     say(
-                        f"    per replenishment: {level['invocations_per_replenishment']} invocations, "
+                        f"    per replenishment: {level['invocations_made_per_replenishment']} invocations "
+                        f"({level['invocations_per_replenishment']} kept), "
                         f"{level['journal_entries_per_replenishment']} journal entries"
                     )
                 out["throughput"].append(level)

@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.engine_work import engine_work
 from bench.measure import Meter, Reading, dir_mb, summary_ms
 from bench.peers.shape import QUOTE_VALID_DAYS
 from bench.polling import poll_progress
@@ -213,25 +214,13 @@ class Driver:
         }
 
     async def engine_work(self, key_prefix: str, count: int) -> JSON:
-        """Ours: the invocations and journal entries Restate kept for these replenishments, per
-        replenishment (every invocation whose key is one of their SKUs or runs: the SKU agent's
-        checks and deliveries, the workflow and what it called)."""
+        """Ours: Restate's work per replenishment (`bench.engine_work`); the peers: nothing."""
         if not isinstance(self.system, Ours):
             return {}
         from replenisher.stack.admin import Admin
 
-        admin = Admin(self.system.restate.admin_url)
         # Keys are the level's SKUs (`Tm-10-3`) and their runs (`replenish-Tm-10-3-1`).
-        where = f"(target_service_key LIKE '{key_prefix}%' OR target_service_key LIKE 'replenish-{key_prefix}%')"
-        invocations = await admin.asql(f"SELECT count(*) AS n FROM sys_invocation WHERE {where}")
-        entries = await admin.asql(
-            "SELECT count(*) AS n FROM sys_journal j JOIN sys_invocation i ON j.id = i.id WHERE "
-            + where.replace("target_service_key", "i.target_service_key")
-        )
-        return {
-            "invocations_per_replenishment": round(int(invocations[0]["n"]) / count, 2),
-            "journal_entries_per_replenishment": round(int(entries[0]["n"]) / count, 2),
-        }
+        return dict(await engine_work(Admin(self.system.restate.admin_url), key_prefix, count))
 
     # --- 1. wake-up ----------------------------------------------------------------------
 

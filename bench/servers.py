@@ -85,7 +85,8 @@ async def one_round(
         "per_s": level["per_s"],
         "p50_ms": level["latency"]["p50_ms"],
         # What Restate kept of them: which code ran shows here when the sides journal differently.
-        "invocations": level.get("invocations_per_replenishment"),
+        "invocations": level.get("invocations_made_per_replenishment"),
+        "kept_invocations": level.get("invocations_per_replenishment"),
         "journal_entries": level.get("journal_entries_per_replenishment"),
     }
     if woken is not None:
@@ -128,8 +129,8 @@ async def alternate(
                 say(
                     f"  {side.label}: service {figures['service_ms']:.1f} ms + engine {figures['engine_ms']:.1f} ms "
                     f"of CPU per replenishment, {figures['per_s']}/s, p50 {figures['p50_ms']:.0f} ms; "
-                    f"kept per replenishment: {figures['invocations']} invocations, "
-                    f"{figures['journal_entries']} journal entries"
+                    f"per replenishment {figures['invocations']} invocations made; kept "
+                    f"{figures['kept_invocations']} invocations, {figures['journal_entries']} journal entries"
                 )
                 if wakes:
                     say(

@@ -517,3 +517,16 @@ def test_an_ab_side_is_the_commits_tree_and_a_bad_name_stops_the_run_clearly(tmp
     with pytest.raises(SystemExit, match="'no-such-commit' names no commit in"):
         unpack("no-such-commit", tmp_path / "bad", REPO_ROOT)
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_table_counts_every_invocation_made_from_results_that_have_it_and_keeps_the_kept_count() -> None:
+    made = "| Restate invocations per replenishment, every one made (concurrency 10) |"
+    kept = "| Restate invocations kept per replenishment, under its SKU's and run's keys (concurrency 10) |"
+    before = committed()
+    assert made not in table(before)  # the committed run counted only what Restate kept
+    assert f"{kept} 10.0 |" in table(before)
+    after = committed()
+    at_10 = next(lv for lv in after["systems"]["restate"]["throughput"] if lv["concurrency"] == 10)
+    at_10["invocations_made_per_replenishment"] = 16.0
+    assert f"{made} 16.0 |" in table(after)
+    assert f"{kept} 10.0 |" in table(after)
