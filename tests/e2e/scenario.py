@@ -140,6 +140,17 @@ class Scenario:
         body = {"approved": approved, "up_to": up_to, "note": "from the test"}
         ok(await self.world.post(f"/manager/approval-requests/{po_number}/decision", json=body))
 
+    async def approved_run(self, **faults: Any) -> str:
+        """A run started for the SKU (set up with the defaults) and its price approved, the supplier's
+        `faults` set before the approval (none: a plain run); the run's id."""
+        await self.setup()
+        run_id: str = (await self.check())["started"]
+        request = await self.pending_approval()
+        if faults:
+            await self.fault(**faults)
+        await self.decide(request["po_number"], approved=True)
+        return run_id
+
     # --- the world's records -------------------------------------------------------------
 
     async def calls(self, **filters: str) -> list[JSON]:

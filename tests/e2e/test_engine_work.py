@@ -26,10 +26,7 @@ NOT_KEPT = {"SkuList/put": 2, "SkuList/put_wait": 3, "AuditLog/append": 1}
 async def test_the_bench_counts_every_invocation_a_replenishment_makes_not_only_those_restate_keeps(
     scenario: Scenario, admin: Any
 ) -> None:
-    await scenario.setup()
-    run_id = (await scenario.check())["started"]
-    request = await scenario.pending_approval()
-    await scenario.decide(request["po_number"], approved=True)
+    run_id = await scenario.approved_run()
     assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
     where = f"(target_service_key LIKE '{scenario.sku}%' OR target_service_key LIKE 'replenish-{scenario.sku}%')"
 

@@ -89,24 +89,12 @@ async def _list_sends(admin: Any, run_id: str) -> list[str]:
     return [c.removeprefix("SkuList/") for c in await _commands(admin, run_id) if c.startswith("SkuList/")]
 
 
-async def _approved(scenario: Scenario, **faults: Any) -> str:
-    """A run started for the scenario's SKU and its price approved, with the supplier's `faults` set
-    before the approval (none: a plain run); the run's id."""
-    await scenario.setup()
-    run_id: str = (await scenario.check())["started"]
-    request = await scenario.pending_approval()
-    if faults:
-        await scenario.fault(**faults)
-    await scenario.decide(request["po_number"], approved=True)
-    return run_id
-
-
 async def test_a_replenishment_tells_the_list_each_wait_once_and_its_end_hides_the_last(
     scenario: Scenario, admin: Any
 ) -> None:
     # Three waits (the manager, the supplier's reply, the goods): each put on the list when it begins; a
     # wait's end is not sent on its own, as the next wait replaces it and the run's end hides it.
-    run_id = await _approved(scenario)
+    run_id = await scenario.approved_run()
     assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
     assert await _list_sends(admin, run_id) == ["put_wait"] * 3
 
@@ -126,7 +114,7 @@ async def test_a_run_kept_from_its_supplier_shows_on_the_list_as_active_and_wait
     # The order is taken but its answer lost, then the supplier stays away: the order fails after its
     # retries, and the run checks the order's status, resting a while (1, 2, 4, ... days) after each
     # failed check. Through all of it the list shows the run waiting for nobody, not for the manager.
-    run_id = await _approved(scenario, lose_reply_calls=1, down_after_order_calls=100_000)
+    run_id = await scenario.approved_run(lose_reply_calls=1, down_after_order_calls=100_000)
 
     async def resting() -> ListEntry | None:
         # Waiting for nobody *after* a wait of this run: the list shows nobody too before the run's first
@@ -158,7 +146,7 @@ async def test_a_wait_that_ended_leaves_the_list_once_a_step_fails_after_its_ret
 ) -> None:
     # Every attempt of the order fails (the supplier down), so the step fails after its retries: the
     # approval's end is told then, not left on the list through the steps that follow.
-    run_id = await _approved(scenario, down_calls=4)
+    run_id = await scenario.approved_run(down_calls=4)
     assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
 
     commands = await _commands(admin, run_id)
