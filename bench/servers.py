@@ -84,7 +84,7 @@ async def one_round(
         "cpu_ms": round(cpu["service"] + cpu["engine"], 3),
         "per_s": level["per_s"],
         "p50_ms": level["latency"]["p50_ms"],
-        # What Restate kept of them: which code ran shows here when the sides journal differently.
+        # What Restate did for them and kept: which code ran shows here when the sides journal differently.
         "invocations": level.get("invocations_made_per_replenishment"),
         "kept_invocations": level.get("invocations_per_replenishment"),
         "journal_entries": level.get("journal_entries_per_replenishment"),
