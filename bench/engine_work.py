@@ -20,10 +20,15 @@ class Sql(Protocol):
     async def asql(self, query: str) -> list[dict[str, Any]]: ...
 
 
+def keyed_by(key_prefix: str) -> str:
+    """The SQL condition on `sys_invocation` for invocations keyed by a SKU whose name starts with
+    `key_prefix` or by one of its runs (`replenish-<SKU>-<n>`)."""
+    return f"(target_service_key LIKE '{key_prefix}%' OR target_service_key LIKE 'replenish-{key_prefix}%')"
+
+
 async def engine_work(admin: Sql, key_prefix: str, count: int) -> dict[str, float]:
-    """Per replenishment, for the `count` replenishments whose SKUs' names start with `key_prefix`
-    (their runs' keys are `replenish-<SKU>-<n>`)."""
-    where = f"(target_service_key LIKE '{key_prefix}%' OR target_service_key LIKE 'replenish-{key_prefix}%')"
+    """Per replenishment, for the `count` replenishments whose SKUs' names start with `key_prefix`."""
+    where = keyed_by(key_prefix)
     joined = "FROM sys_journal j JOIN sys_invocation i ON j.id = i.id WHERE " + where.replace(
         "target_service_key", "i.target_service_key"
     )

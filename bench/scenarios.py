@@ -220,7 +220,7 @@ class Driver:
         from replenisher.stack.admin import Admin
 
         # Keys are the level's SKUs (`Tm-10-3`) and their runs (`replenish-Tm-10-3-1`).
-        return dict(await engine_work(Admin(self.system.restate.admin_url), key_prefix, count))
+        return await engine_work(Admin(self.system.restate.admin_url), key_prefix, count)
 
     # --- 1. wake-up ----------------------------------------------------------------------
 

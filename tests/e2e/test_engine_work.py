@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bench.engine_work import engine_work
+from bench.engine_work import engine_work, keyed_by
 
 from e2e.scenario import Scenario
 from support import eventually
@@ -28,7 +28,7 @@ async def test_the_bench_counts_every_invocation_a_replenishment_makes_not_only_
 ) -> None:
     run_id = await scenario.approved_run()
     assert (await scenario.outcome(run_id, within=60))["outcome"] == "received"
-    where = f"(target_service_key LIKE '{scenario.sku}%' OR target_service_key LIKE 'replenish-{scenario.sku}%')"
+    where = keyed_by(scenario.sku)
 
     async def settled() -> dict[str, int] | None:
         # Every invocation kept for the run done, the SKU's `finish` among them: nothing more will be sent.

@@ -115,6 +115,14 @@ async def test_a_run_kept_from_its_supplier_shows_on_the_list_as_active_and_wait
     # retries, and the run checks the order's status, resting a while (1, 2, 4, ... days) after each
     # failed check. Through all of it the list shows the run waiting for nobody, not for the manager.
     run_id = await scenario.approved_run(lose_reply_calls=1, down_after_order_calls=100_000)
+    try:
+        await _shown_resting(scenario, admin, run_id)
+    finally:
+        ok(await scenario.world.delete(f"/faults/suppliers/{scenario.supplier}"))
+
+
+async def _shown_resting(scenario: Scenario, admin: Any, run_id: str) -> None:
+    """The run on the list as active and waiting for nobody once its order failed, and in its history."""
 
     async def resting() -> ListEntry | None:
         # Waiting for nobody *after* a wait of this run: the list shows nobody too before the run's first
@@ -138,7 +146,6 @@ async def test_a_run_kept_from_its_supplier_shows_on_the_list_as_active_and_wait
 
     placed = await eventually(order_failed, timeout=10, what="the failed order in the run's history")
     assert "may exist" in placed[0], placed
-    ok(await scenario.world.delete(f"/faults/suppliers/{scenario.supplier}"))
 
 
 async def test_a_wait_that_ended_leaves_the_list_once_a_step_fails_after_its_retries(
